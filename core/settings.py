@@ -1,0 +1,52 @@
+"""Settings read once from the environment; flags override them and they are passed down."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from ssebench.core.levels import LevelError, parse_level
+
+
+class ConfigError(Exception):
+    """A bad setting or task: reported as one line, exit status 2."""
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
+
+    difficulty: int = Field(default=2, validation_alias="SSE_DIFFICULTY")
+    mcp_timeout: float = Field(default=300.0, gt=0, validation_alias="SSE_MCP_TIMEOUT")
+    log_dir: Path = Field(default=Path("/tmp/mcp/logs"), validation_alias="MCP_LOG_DIR")
+    daemon_url: str | None = Field(default=None, validation_alias="SSE_DAEMON_URL")
+
+    @field_validator("difficulty", mode="before")
+    @classmethod
+    def _strict_level(cls, value: object) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)
+        if not isinstance(value, str):
+            raise ValueError(f"SSE_DIFFICULTY must be one of 0, 1, 2, 3, 4 (got {value!r})")
+        return parse_level(value)
+
+
+_ALIASES = {name: str(field.validation_alias) for name, field in Settings.model_fields.items()}
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read the environment once; a bad value becomes a one-line ConfigError naming the variable."""
+    given = {key: value for key, value in overrides.items() if value is not None}
+    try:
+        return Settings(**given)
+    except LevelError as exc:
+        raise ConfigError(str(exc)) from None
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = str(error["loc"][0]) if error["loc"] else "setting"
+        variable = _ALIASES.get(field, field)
+        message = error["msg"].removeprefix("Value error, ")
+        if variable == "SSE_DIFFICULTY":
+            raise ConfigError(message) from None
+        raise ConfigError(f"{variable}: {message} (got {error.get('input')!r})") from None

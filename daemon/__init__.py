@@ -1,0 +1,1 @@
+"""ssebench daemon: the only part that touches the source tree."""

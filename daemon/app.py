@@ -1,0 +1,190 @@
+"""The daemon's HTTP app: runs cases of the checks the level allows, and serves their logs.
+
+It enforces the level itself, so an agent calling it directly learns nothing the level
+withholds: a withheld check answers 403 for every route under it and is absent from the list.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Route
+
+from ssebench.core.check import CaseRun
+from ssebench.core.protocol import API_PREFIX, CaseAnswer, CheckInfo, CheckList, Health
+from ssebench.core.registry import Registry
+from ssebench.daemon.runner import RunnerError, run_command
+from ssebench.daemon.task import DEFAULT_TIMEOUT, Task
+
+log = logging.getLogger("ssebench.daemon")
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+class Daemon:
+    """State behind the routes: one run at a time, and the newest log of each case."""
+
+    def __init__(self, task: Task, registry: Registry, level: int | None, spool: Path) -> None:
+        self.task = task
+        self.registry = registry
+        self.level = level
+        self.spool = spool
+        self.lock = asyncio.Lock()
+        self.logs: dict[str, Path] = {}
+        self.latest: dict[tuple[str, int], str] = {}
+        self.env = {
+            **os.environ,
+            "SSE_TASK_DIR": str(task.directory),
+            "SSE_SOURCE_DIR": str(task.source),
+        }
+
+    async def health(self, request: Request) -> Response:
+        return JSONResponse(Health(status="ok", difficulty=self.level).model_dump())
+
+    async def checks(self, request: Request) -> Response:
+        infos = []
+        for check in self.registry.enabled(self.level):
+            table = self.task.checks.get(check.key)
+            infos.append(
+                CheckInfo(
+                    key=check.key,
+                    name=check.name,
+                    cases=len(table.cases) if table else 0,
+                    timeout=table.timeout if table else DEFAULT_TIMEOUT,
+                )
+            )
+        return JSONResponse(CheckList(checks=infos).model_dump())
+
+    async def run_case(self, request: Request) -> Response:
+        key = request.path_params["key"]
+        check = self.registry.by_key(key)
+        if check is None:
+            return _error(404, f"no check {key!r}")
+        if not check.runs_at(self.level):
+            # Decided before the index is even read, so the number of cases cannot be probed.
+            return _error(403, f"{check.name} are not available at difficulty level {self.level}")
+        table = self.task.checks.get(key)
+        raw_index = request.path_params["index"]
+        if table is None or not raw_index.isdigit() or int(raw_index) >= len(table.cases):
+            return _error(404, f"no case {raw_index} of {check.name}")
+        index = int(raw_index)
+        run = asyncio.create_task(self._run(key, index))
+        gone = asyncio.create_task(_disconnected(request))
+        done, _ = await asyncio.wait({run, gone}, return_when=asyncio.FIRST_COMPLETED)
+        if run not in done:
+            run.cancel()
+            with contextlib.suppress(BaseException):
+                await run
+            return _error(499, "the client went away; the run was stopped")
+        gone.cancel()
+        try:
+            answer = run.result()
+        except RunnerError as exc:
+            log.error("%s", exc)
+            return _error(500, str(exc))
+        return JSONResponse(answer.model_dump())
+
+    async def _run(self, key: str, index: int) -> CaseAnswer:
+        table = self.task.checks[key]
+        async with self.lock:
+            log_id = uuid.uuid4().hex
+            log_path = self.spool / f"{log_id}.log"
+            old = self.latest.pop((key, index), None)
+            if old is not None:
+                self.logs.pop(old).unlink(missing_ok=True)
+            self.logs[log_id] = log_path
+            self.latest[(key, index)] = log_id
+            finished = await run_command(
+                table.cases[index],
+                cwd=self.task.source,
+                env=self.env,
+                timeout=table.timeout,
+                log_path=log_path,
+            )
+            case_run = CaseRun(
+                exit_code=finished.exit_code,
+                signal=finished.signal,
+                timed_out=finished.timed_out,
+                seconds=finished.seconds,
+                log_path=log_path,
+                options=table.options,
+            )
+            passed = await asyncio.to_thread(table.check.judge, case_run)
+            return CaseAnswer(
+                key=key,
+                index=index,
+                passed=bool(passed),
+                exit_code=finished.exit_code,
+                signal=finished.signal,
+                timed_out=finished.timed_out,
+                seconds=round(finished.seconds, 3),
+                log_id=log_id,
+                log_size=log_path.stat().st_size,
+            )
+
+    async def other(self, request: Request) -> Response:
+        """Anything else under a check: still 403 when withheld, so no route probes it."""
+        check = self.registry.by_key(request.path_params["key"])
+        if check is not None and not check.runs_at(self.level):
+            return _error(403, f"{check.name} are not available at difficulty level {self.level}")
+        return _error(404, "no such route")
+
+    async def log(self, request: Request) -> Response:
+        path = self.logs.get(request.path_params["log_id"])
+        if path is None or not path.exists():
+            return _error(404, "no such log")
+        return FileResponse(path, media_type="application/octet-stream")
+
+
+async def _disconnected(request: Request) -> None:
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+def create_app(
+    task: Task, registry: Registry, level: int | None, *, spool: Path | None = None
+) -> Starlette:
+    """`level` None is the evaluator's daemon: every check the task has runs."""
+    owned = spool is None
+    spool_dir = Path(tempfile.mkdtemp(prefix="ssebench-logs-")) if owned else spool
+    assert spool_dir is not None
+    daemon = Daemon(task, registry, level, spool_dir)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            if owned:
+                shutil.rmtree(spool_dir, ignore_errors=True)
+
+    routes = [
+        Route(f"{API_PREFIX}/health", daemon.health),
+        Route(f"{API_PREFIX}/checks", daemon.checks),
+        Route(
+            f"{API_PREFIX}/checks/{{key}}/cases/{{index}}/run", daemon.run_case, methods=["POST"]
+        ),
+        Route(f"{API_PREFIX}/checks/{{key}}", daemon.other, methods=["GET", "POST"]),
+        Route(f"{API_PREFIX}/checks/{{key}}/{{rest:path}}", daemon.other, methods=["GET", "POST"]),
+        Route(f"{API_PREFIX}/logs/{{log_id}}", daemon.log),
+    ]
+    handlers = {
+        404: lambda request, exc: _error(404, "no such route"),
+        405: lambda request, exc: _error(405, "method not allowed"),
+    }
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers=handlers)
+    app.state.daemon = daemon
+    return app

@@ -1,0 +1,1 @@
+"""Built-in check plugins, registered through the ssebench.checks entry points."""

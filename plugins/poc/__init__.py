@@ -1,0 +1,108 @@
+"""The proofs of concept: each passes when it no longer triggers the bug."""
+
+from __future__ import annotations
+
+import re
+import signal
+from functools import cached_property
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from ssebench.core import CaseRun, Check, CheckOutcome, Status, default_detail, hookimpl
+
+SANITIZER_REPORT = re.compile(
+    rb"ERROR: AddressSanitizer|runtime error:|WARNING: MemorySanitizer|"
+    rb"WARNING: ThreadSanitizer|ERROR: LeakSanitizer|ERROR: HWAddressSanitizer"
+)
+FATAL_SIGNALS = frozenset(
+    int(s) for s in (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGILL)
+)
+
+
+class TriggeredIf(BaseModel):
+    """What counts as the bug still triggering; a task narrows or widens the default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    sanitizer: bool = True
+    signal: bool = True
+    timeout: bool = True
+    exit_codes: tuple[int, ...] = ()
+    output_regex: str = ""
+
+    @field_validator("output_regex")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"not a regular expression: {exc}") from None
+        return value
+
+    @cached_property
+    def pattern(self) -> re.Pattern[bytes] | None:
+        return re.compile(self.output_regex.encode()) if self.output_regex else None
+
+
+class PocOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    triggered_if: TriggeredIf = TriggeredIf()
+
+
+def _fatal_signal(run: CaseRun) -> bool:
+    if run.signal is not None:
+        return run.signal in FATAL_SIGNALS
+    # A shell reports a child killed by signal N as exit status 128+N.
+    return run.exit_code is not None and run.exit_code - 128 in FATAL_SIGNALS
+
+
+def still_triggers(run: CaseRun) -> bool:
+    rule = run.options.triggered_if if isinstance(run.options, PocOptions) else TriggeredIf()
+    if run.timed_out:
+        return rule.timeout
+    if rule.signal and _fatal_signal(run):
+        return True
+    if run.exit_code is not None and run.exit_code in rule.exit_codes:
+        return True
+    if rule.sanitizer and run.log_search(SANITIZER_REPORT):
+        return True
+    return rule.pattern is not None and run.log_search(rule.pattern)
+
+
+def judge(run: CaseRun) -> bool:
+    return not still_triggers(run)
+
+
+def detail(outcome: CheckOutcome) -> str | None:
+    if outcome.total_cases and outcome.status is Status.PASSED:
+        return f"{outcome.passed_cases} of {outcome.total_cases}"
+    if outcome.status is Status.FAILED:
+        return (
+            f"passed {outcome.passed_cases} of {outcome.total_cases}; "
+            "stopped at the first that still triggers the bug"
+        )
+    return default_detail(outcome)
+
+
+POCS = Check(
+    name="PoCs",
+    key="pocs",
+    order=20,
+    max_level=1,
+    precedence=3,
+    failure_reason=(
+        "At least one proof-of-concept (PoC) still triggers the vulnerability. Please reassess "
+        "your patch and make sure it fixes the root cause of the vulnerability."
+    ),
+    stop_at_first_failed_case=True,
+    shows_fix=True,
+    options=PocOptions,
+    judge=judge,
+    detail=detail,
+)
+
+
+@hookimpl
+def ssebench_checks() -> list[Check]:
+    return [POCS]
