@@ -67,6 +67,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         code = EXIT_USAGE
     except KeyboardInterrupt:
         code = 130
+    except BrokenPipeError:
+        # The reader (say, `head`) went away; what it did not read is not an error of ours.
+        sys.stderr.close()
+        code = EXIT_OK
     sys.exit(code)
 
 
