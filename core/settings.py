@@ -39,7 +39,7 @@ def load_settings(**overrides: object) -> Settings:
     """Read the environment once; a bad value becomes a one-line ConfigError naming the variable."""
     given = {key: value for key, value in overrides.items() if value is not None}
     try:
-        return Settings(**given)
+        return Settings.model_validate(given)
     except LevelError as exc:
         raise ConfigError(str(exc)) from None
     except ValidationError as exc:

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Lint, type-check and run the whole test suite in the project venv.
+source "$(dirname "$0")/venv.sh"
+cd "$root"
+ruff check .
+ruff format --check .
+mypy core daemon plugins testing
+exec pytest "$@"

@@ -1,0 +1,277 @@
+"""The long-log rule: whole up to 10,000 words, else the tail shown and the raw bytes saved."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncIterator, Iterable
+from pathlib import Path
+
+import pytest
+
+from ssebench.core.logs import (
+    LINE_LIMIT,
+    WORD_LIMIT,
+    LogView,
+    _LogAccumulator,
+    tail,
+    view_log,
+    view_log_bytes,
+)
+
+
+async def _stream(chunks: Iterable[bytes]) -> AsyncIterator[bytes]:
+    for chunk in chunks:
+        yield chunk
+
+
+def _view(chunks: Iterable[bytes], log_dir: Path) -> LogView:
+    return asyncio.run(view_log(_stream(chunks), log_dir))
+
+
+def _pieces(data: bytes, size: int) -> list[bytes]:
+    return [data[i : i + size] for i in range(0, len(data), size)]
+
+
+def _files(log_dir: Path) -> list[Path]:
+    return sorted(log_dir.glob("*"))
+
+
+def _reference(data: bytes) -> tuple[str, bool]:
+    """The spec written naively over the whole text, independent of the module's code."""
+    text = data.decode("utf-8", errors="replace").rstrip("\r\n")
+    if len(text.split()) <= WORD_LIMIT:
+        return text, False
+    line_tail = "\n".join(text.split("\n")[-LINE_LIMIT:])
+    starts = [
+        i for i, c in enumerate(text) if not c.isspace() and (i == 0 or text[i - 1].isspace())
+    ]
+    word_tail = text[starts[-WORD_LIMIT] :]
+    return min(line_tail, word_tail, key=len), True
+
+
+def _assert_saved(view: LogView, log_dir: Path, data: bytes) -> None:
+    assert view.saved_path is not None
+    assert view.save_failed is False
+    assert _files(log_dir) == [view.saved_path]
+    assert view.saved_path.parent == log_dir
+    assert view.saved_path.suffix == ".txt"
+    assert view.saved_path.read_bytes() == data
+
+
+def test_exactly_word_limit_stays_whole_and_nothing_saved(tmp_path: Path) -> None:
+    log_dir = tmp_path / "logs"
+    words = [f"w{i}" for i in range(WORD_LIMIT)]
+    data = ("\t".join(words[:5000]) + " \n  " + "\n".join(words[5000:]) + "\n\r\n").encode()
+    view = _view(_pieces(data, 4096), log_dir)
+    expected = "\t".join(words[:5000]) + " \n  " + "\n".join(words[5000:])
+    assert view == LogView(text=expected, truncated=False, saved_path=None)
+    assert _files(log_dir) == []
+
+
+def test_one_word_over_is_truncated_and_saved_byte_identical(tmp_path: Path) -> None:
+    log_dir = tmp_path / "a" / "b" / "logs"
+    words = [f"w{i}" for i in range(WORD_LIMIT + 1)]
+    data = (" ".join(words) + "\n").encode()
+    view = _view(_pieces(data, 1000), log_dir)
+    assert view.text == " ".join(words[1:])
+    assert view.truncated is True
+    _assert_saved(view, log_dir, data)
+
+
+def test_many_short_lines_last_lines_win(tmp_path: Path) -> None:
+    lines = [f"line{i}" for i in range(20_000)]
+    data = "\n".join(lines).encode()
+    view = view_log_bytes(data, tmp_path)
+    assert view.text == "\n".join(lines[-100:])
+    assert view.truncated is True
+    _assert_saved(view, tmp_path, data)
+
+
+def test_one_huge_line_last_words_win(tmp_path: Path) -> None:
+    words = [f"w{i}" for i in range(30_000)]
+    data = ("  ".join(words) + "\n").encode()
+    view = view_log_bytes(data, tmp_path)
+    assert view.text == "  ".join(words[-10_000:])
+    assert view.truncated is True
+    _assert_saved(view, tmp_path, data)
+
+
+def test_trailing_line_breaks_dropped_before_counting_lines(tmp_path: Path) -> None:
+    lines = [f"line{i}" for i in range(20_000)]
+    data = ("\n".join(lines) + "\n\n\r\n").encode()
+    view = view_log_bytes(data, tmp_path)
+    assert view.text == "\n".join(lines[-100:])
+    _assert_saved(view, tmp_path, data)
+
+
+def _lines_of_words(n_lines: int, per_line: int) -> list[list[str]]:
+    return [[f"l{i}w{j}" for j in range(per_line)] for i in range(n_lines)]
+
+
+def test_crossover_word_start_wins_when_last_lines_hold_too_many_words(tmp_path: Path) -> None:
+    lines = _lines_of_words(150, 101)  # the last 100 lines hold 10,100 words
+    data = "\n".join(" ".join(line) for line in lines).encode()
+    view = view_log_bytes(data, tmp_path)
+    # 99 full lines are 9,999 words, so the tail starts at line -100's last word
+    expected = lines[-100][-1] + "\n" + "\n".join(" ".join(line) for line in lines[-99:])
+    assert view.text == expected
+
+
+def test_crossover_line_start_wins_when_last_lines_hold_fewer_words(tmp_path: Path) -> None:
+    lines = _lines_of_words(150, 99)  # 14,850 words; the last 100 lines hold 9,900
+    data = "\n".join(" ".join(line) for line in lines).encode()
+    view = view_log_bytes(data, tmp_path)
+    assert view.text == "\n".join(" ".join(line) for line in lines[-100:])
+
+
+def test_crossover_both_starts_coincide(tmp_path: Path) -> None:
+    lines = _lines_of_words(101, 100)  # the last 100 lines are exactly the last 10,000 words
+    data = "\n".join(" ".join(line) for line in lines).encode()
+    view = view_log_bytes(data, tmp_path)
+    assert view.text == "\n".join(" ".join(line) for line in lines[1:])
+
+
+def test_multibyte_char_split_across_chunks(tmp_path: Path) -> None:
+    data = "naïve 日本 🙂 end".encode()
+    chunks = [data[:3], data[3:8], data[8:13], data[13:15], data[15:]]
+    assert b"".join(chunks) == data
+    view = _view(chunks, tmp_path)
+    assert view == LogView(text="naïve 日本 🙂 end", truncated=False, saved_path=None)
+
+
+def test_invalid_utf8_becomes_replacement_char(tmp_path: Path) -> None:
+    view = _view([b"abc \xff\xfe def", b" x\xc3"], tmp_path)
+    assert view == LogView(text="abc \ufffd\ufffd def x\ufffd", truncated=False, saved_path=None)
+
+
+def test_word_split_across_one_byte_chunks_counts_once(tmp_path: Path) -> None:
+    words = [f"wö{i}" for i in range(WORD_LIMIT)]
+    data = " ".join(words).encode()
+    one_byte = [data[i : i + 1] for i in range(len(data))]
+    assert _view(one_byte, tmp_path / "a") == LogView(
+        text=" ".join(words), truncated=False, saved_path=None
+    )
+    over = data + b" last"
+    view = _view([over[i : i + 1] for i in range(len(over))], tmp_path / "b")
+    assert view.text == " ".join([*words[1:], "last"])
+    assert view.truncated is True
+    _assert_saved(view, tmp_path / "b", over)
+
+
+def test_unwritable_log_dir_still_returns_tail(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    log_dir = blocker / "logs"
+    lines = [f"line{i}" for i in range(20_000)]
+    view = view_log_bytes("\n".join(lines).encode(), log_dir)
+    assert view == LogView(
+        text="\n".join(lines[-100:]), truncated=True, saved_path=None, save_failed=True
+    )
+    short = view_log_bytes(b"short log\n", log_dir)
+    assert short == LogView(text="short log", truncated=False, saved_path=None)
+    assert sorted(tmp_path.rglob("*")) == [blocker]
+
+
+def test_stream_error_removes_partial_file_and_propagates(tmp_path: Path) -> None:
+    error = ConnectionError("dropped")
+
+    async def failing() -> AsyncIterator[bytes]:
+        yield b"word " * 20_000
+        yield b"more"
+        raise error
+
+    with pytest.raises(ConnectionError) as caught:
+        asyncio.run(view_log(failing(), tmp_path))
+    assert caught.value is error
+    assert _files(tmp_path) == []
+
+
+def test_tail_pure_rule() -> None:
+    assert tail("a b\nc") == "a b\nc"
+    lines = [f"x{i}" for i in range(150)]
+    assert tail("\n".join(lines)) == "\n".join(lines[-100:])
+    words = [f"y{i}" for i in range(10_050)]
+    assert tail(" ".join(words)) == " ".join(words[-10_000:])
+
+
+def test_long_log_window_stays_bounded(tmp_path: Path) -> None:
+    filler = " ".join(["ab"] * 149)
+    lines = [f"L{j} {filler}" for j in range(112_000)]  # 150 words a line, ~50 MB
+    data = "\n".join(lines).encode()
+    acc = _LogAccumulator(tmp_path)
+    largest = 0
+    for chunk in _pieces(data, 65_537):
+        acc.feed(chunk)
+        largest = max(largest, acc.window_size)
+    view = acc.finish()
+    assert largest < 2_000_000
+    # 66 full lines are 9,900 words; the other 100 are line -67's last 100 "ab"s
+    assert view.text == " ".join(["ab"] * 100) + "\n" + "\n".join(lines[-66:])
+    _assert_saved(view, tmp_path, data)
+
+
+@pytest.mark.parametrize("run", ["\n", "\r\n"])
+@pytest.mark.parametrize(("min_window", "size"), [(1 << 20, 65_536), (1000, 2000)])
+def test_huge_trailing_break_run_stays_bounded(
+    tmp_path: Path, run: str, min_window: int, size: int
+) -> None:
+    """A small window trims on every chunk, so the run is trailing at the last trim."""
+    lines = [f"line{i}" for i in range(20_000)]
+    head = "\n".join(lines).encode()
+    blank = (run * (5_000_000 // len(run))).encode()  # 5 MB of breaks
+    for suffix, expected in [
+        (b"", "\n".join(lines[-100:])),
+        (b"x", run * 99 + "x"),
+    ]:
+        log_dir = tmp_path / f"logs{len(suffix)}"
+        acc = _LogAccumulator(log_dir, min_window=min_window)
+        largest = 0
+        for chunk in [head, *_pieces(blank, size), suffix]:
+            acc.feed(chunk)
+            largest = max(largest, acc.window_size)
+        view = acc.finish()
+        assert largest < 2_000_000
+        assert view.text == expected
+        _assert_saved(view, log_dir, head + blank + suffix)
+
+
+_TOKENS = [
+    b"word",
+    b"x",
+    "na\u00efve".encode(),
+    "\u65e5\u672c".encode(),
+    "\U0001f642".encode(),
+    b"\xff",
+    b"\xc3",
+    b"a" * 300,
+]
+_GAPS = [b" ", b"  ", b"\t", b"\n", b"\r\n", b"\n\n\n", "\u3000".encode(), b"\x1c", b"\n" * 250]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_logs_match_the_naive_rule(tmp_path: Path, seed: int) -> None:
+    rng = random.Random(seed)
+    n_words = rng.choice([WORD_LIMIT - 1, WORD_LIMIT, WORD_LIMIT + 1, 12_000, 25_000])
+    parts = []
+    for _ in range(n_words):
+        parts += [rng.choice(_TOKENS), rng.choice(_GAPS) if rng.random() < 0.9 else b" "]
+    parts.append(rng.choice([b"", b"\n\n\r\n", b"\n" * 400, b"\r\n" * 300]))
+    data = b"".join(parts)
+    chunks, i = [], 0
+    while i < len(data):
+        step = rng.randint(1, 3000)
+        chunks.append(data[i : i + step])
+        i += step
+    acc = _LogAccumulator(tmp_path, min_window=rng.choice([100, 5_000, 50_000]))
+    for chunk in chunks:
+        acc.feed(chunk)
+    view = acc.finish()
+    text, truncated = _reference(data)
+    assert (view.text, view.truncated) == (text, truncated)
+    if truncated:
+        _assert_saved(view, tmp_path, data)
+    else:
+        assert view.saved_path is None
+        assert _files(tmp_path) == []
+    assert view_log_bytes(data, tmp_path / "again").text == text
