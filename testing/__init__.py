@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
+from ssebench.core.asgi import StreamingASGITransport
 from ssebench.core.check import CaseResult, Check, CheckOutcome
 from ssebench.core.client import HttpDaemon
 from ssebench.core.orchestrator import Outcome, run_checks, run_test_patch
@@ -75,7 +76,7 @@ class TaskHandle:
         task = load_task(self.path, self.registry.checks)
         with tempfile.TemporaryDirectory(prefix="ssebench-spool-") as spool:
             app = create_app(task, self.registry, level, spool=Path(spool))
-            transport = httpx.ASGITransport(app=app)
+            transport = StreamingASGITransport(app)
             async with httpx.AsyncClient(transport=transport, base_url="http://daemon") as client:
                 return await job(HttpDaemon(client))
 
