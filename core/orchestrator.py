@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,7 +70,7 @@ async def run_checks(
             outcome = CheckOutcome(check, Status.NOT_RUN, count or 0, blocked_by=blocker)
         elif count is None:
             outcome = CheckOutcome(check, Status.NOT_RUN, unsupported=True)
-        elif cover is not None and cover.status is Status.PASSED and cover.total_cases:
+        elif count and cover is not None and cover.status is Status.PASSED and cover.total_cases:
             outcome = CheckOutcome(check, Status.PASSED, count, covered_by=cover.check)
             done += count
         else:
@@ -97,6 +97,14 @@ async def run_checks(
     return Outcome(level, tuple(outcomes[c.key] for c in enabled), withheld)
 
 
+async def _failed_logs(daemon: Daemon, outcome: CheckOutcome) -> AsyncIterator[bytes]:
+    """The check's log: what its failed cases printed, in order (for PoCs, the one that stopped)."""
+    for case in outcome.cases:
+        if not case.passed:
+            async for chunk in daemon.log_chunks(case):
+                yield chunk
+
+
 async def run_test_patch(
     checks: Sequence[Check],
     level: int,
@@ -113,8 +121,8 @@ async def run_test_patch(
         outcome = await run_checks(checks, level, daemon, progress=progress)
         failed = outcome.failed
         view = None
-        if failed is not None and failed.failed_case is not None:
-            view = await view_log(daemon.log_chunks(failed.failed_case), log_dir)
+        if failed is not None:
+            view = await view_log(_failed_logs(daemon, failed), log_dir)
     except DaemonError as exc:
         log.error("internal testing failure: %s", exc)
         return INTERNAL_FAILURE

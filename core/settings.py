@@ -18,7 +18,9 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
 
     difficulty: int = Field(default=2, validation_alias="SSE_DIFFICULTY")
-    mcp_timeout: float = Field(default=300.0, gt=0, validation_alias="SSE_MCP_TIMEOUT")
+    mcp_timeout: float = Field(
+        default=300.0, gt=0, allow_inf_nan=False, validation_alias="SSE_MCP_TIMEOUT"
+    )
     log_dir: Path = Field(default=Path("/tmp/mcp/logs"), validation_alias="MCP_LOG_DIR")
     daemon_url: str | None = Field(default=None, validation_alias="SSE_DAEMON_URL")
 
@@ -30,6 +32,20 @@ class Settings(BaseSettings):
         if not isinstance(value, str):
             raise ValueError(f"SSE_DIFFICULTY must be one of 0, 1, 2, 3, 4 (got {value!r})")
         return parse_level(value)
+
+    @field_validator("log_dir", mode="before")
+    @classmethod
+    def _log_dir_given(cls, value: object) -> object:
+        # Path("") would silently mean the server's working directory.
+        if isinstance(value, str) and not value:
+            raise ValueError("must not be empty")
+        return value
+
+    @field_validator("log_dir")
+    @classmethod
+    def _log_dir_absolute(cls, value: Path) -> Path:
+        # The report prints this path for the agent, whose working directory is not ours.
+        return value.absolute()
 
 
 _ALIASES = {name: str(field.validation_alias) for name, field in Settings.model_fields.items()}
