@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 
 import pluggy
+from pydantic import BaseModel
 
 from ssebench.core import hookspecs
 from ssebench.core.check import Check
 from ssebench.core.levels import LEVELS
 
 ENTRY_POINT_GROUP = "ssebench.checks"
+# Level 4 runs nothing (the spec), so the highest level a check can run at is the one below it.
+MAX_LEVELS = LEVELS[:-1]
+_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
 class PluginError(Exception):
@@ -46,38 +51,52 @@ def build_registry(*, plugins: Iterable[object] = (), use_entry_points: bool = T
     """A fresh plugin manager every call: nothing is loaded at import time, tests stay isolated."""
     pm = pluggy.PluginManager(hookspecs.PROJECT)
     pm.add_hookspecs(hookspecs)
-    names: dict[str, str] = {}
+    labels: dict[str, str] = {}  # registered name -> how messages and `sources` name it
     if use_entry_points:
         for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
             label = _describe(ep)
             try:
                 plugin = ep.load()
-                pm.register(plugin, name=ep.name)
             except Exception as exc:
                 raise PluginError(f"Error loading plugin {label}: {_cause(exc)}") from None
-            names[ep.name] = label
+            _register(pm, labels, plugin, ep.name, label)
     for plugin in plugins:
-        name = getattr(plugin, "__name__", None) or repr(plugin)
-        if pm.get_plugin(name) is None:
-            pm.register(plugin, name=name)
-        names.setdefault(name, f'"{name}"')
+        if pm.is_registered(plugin):
+            continue  # already loaded through its entry point
+        name = base = getattr(plugin, "__name__", None) or type(plugin).__name__
+        suffix = 1
+        while pm.has_plugin(name):  # another object of that name: both are used
+            suffix += 1
+            name = f"{base}#{suffix}"
+        _register(pm, labels, plugin, name, f'"{name}"')
     try:
         pm.check_pending()
     except pluggy.PluginValidationError as exc:
-        raise PluginError(f"Error loading plugin: {exc}") from None
+        label = labels.get(pm.get_name(exc.plugin) or "", repr(exc.plugin))
+        raise PluginError(f"Error loading plugin {label}: {_one_line(str(exc))}") from None
+    impls = pm.hook.ssebench_checks.get_hookimpls()
+    for name, label in labels.items():
+        # An unmarked or misspelt hook would leave the benchmark a check short without a word.
+        if not any(impl.plugin_name == name for impl in impls):
+            raise PluginError(
+                f"Plugin {label}: implements no ssebench_checks() hook (is it marked @hookimpl?)"
+            )
     checks: list[Check] = []
     sources: dict[str, str] = {}
-    for impl in pm.hook.ssebench_checks.get_hookimpls():
-        label = names.get(impl.plugin_name, f'"{impl.plugin_name}"')
+    for impl in impls:
+        label = labels[impl.plugin_name]
         try:
             provided = impl.function()
         except Exception as exc:
             raise PluginError(f"Error loading plugin {label}: {_cause(exc)}") from None
         if not isinstance(provided, list | tuple):
-            raise PluginError(f"Plugin {label}: ssebench_checks() must return a list of Check")
+            raise PluginError(
+                f"Plugin {label}: ssebench_checks() must return a list of Check, "
+                f"not {_short(provided)}"
+            )
         for check in provided:
             if not isinstance(check, Check):
-                raise PluginError(f"Plugin {label}: returned {check!r}, which is not a Check")
+                raise PluginError(f"Plugin {label}: returned {_short(check)}, which is not a Check")
             _validate_fields(check, label)
             for other in checks:
                 if other.name == check.name or other.key == check.key:
@@ -92,20 +111,60 @@ def build_registry(*, plugins: Iterable[object] = (), use_entry_points: bool = T
     return Registry(tuple(checks), sources)
 
 
+def _register(
+    pm: pluggy.PluginManager, labels: dict[str, str], plugin: object, name: str, label: str
+) -> None:
+    """pluggy's own errors here span lines or name no entry point: say it in one line instead."""
+    if pm.has_plugin(name):
+        raise PluginError(f"Error loading plugin {label}: the name is taken by {labels[name]}")
+    if pm.is_registered(plugin):
+        other = labels[pm.get_name(plugin) or ""]
+        raise PluginError(f"Error loading plugin {label}: it is the same plugin as {other}")
+    try:
+        pm.register(plugin, name=name)
+    except Exception as exc:
+        raise PluginError(f"Error loading plugin {label}: {_one_line(str(exc))}") from None
+    labels[name] = label
+
+
+def _one_line(text: str) -> str:
+    return "; ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
 def _cause(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
+    message = _one_line(str(exc))
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+def _short(value: object, limit: int = 60) -> str:
+    text = _one_line(repr(value))
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _validate_fields(check: Check, label: str) -> None:
     problems = []
-    if not check.name or not check.key:
-        problems.append("name and key must not be empty")
-    if not check.key.replace("_", "").replace("-", "").isalnum():
+    if not isinstance(check.name, str) or not check.name:
+        problems.append("name must be a non-empty string")
+    if not isinstance(check.key, str) or not _KEY.fullmatch(check.key):
         problems.append(f"key {check.key!r} must be letters, digits, '-' or '_'")
-    if not isinstance(check.order, int) or not isinstance(check.precedence, int):
+    if not _is_int(check.order) or not _is_int(check.precedence):
         problems.append("order and precedence must be integers")
-    if check.max_level not in LEVELS:
-        problems.append(f"max_level {check.max_level!r} is not a level 0-4")
+    if not _is_int(check.max_level) or check.max_level not in MAX_LEVELS:
+        problems.append(f"max_level {check.max_level!r} is not a level 0-3 (level 4 runs nothing)")
+    if not isinstance(check.failure_reason, str):
+        problems.append("failure_reason must be a string")
+    if check.covered_by is not None and not isinstance(check.covered_by, str):
+        problems.append("covered_by must be a check's key")
+    if not callable(check.judge) or not callable(check.detail):
+        problems.append("judge and detail must be callable")
+    if check.options is not None and not (
+        isinstance(check.options, type) and issubclass(check.options, BaseModel)
+    ):
+        problems.append("options must be a pydantic model class")
     if problems:
         raise PluginError(f"Plugin {label}: check {check.name!r}: {'; '.join(problems)}")
 

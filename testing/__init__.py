@@ -38,7 +38,9 @@ def _toml_value(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, int | float):
         return repr(value)
-    return json.dumps(str(value))  # a JSON string is a valid TOML basic string
+    # A JSON string is a TOML basic string, but for JSON's surrogate pairs (written raw here)
+    # and DEL, which TOML wants escaped.
+    return json.dumps(str(value), ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
 def task_toml(checks: Mapping[str, Table], source: str = "src") -> str:
@@ -97,9 +99,16 @@ class TaskHandle:
             )
         )
 
+    def enabled_check(self, key: str, level: int | None) -> Check:
+        """The check of `key`, which must run at `level` (None: every level)."""
+        check = self.check(key)
+        if not check.runs_at(level):
+            raise ValueError(f"the {check.name} check does not run at difficulty level {level}")
+        return check
+
     def run_check(self, key: str, level: int | None = None) -> CheckOutcome:
         """One check alone, no gate or coverage from the others."""
-        check = self.check(key)
+        check = self.enabled_check(key, level)
         outcome = asyncio.run(
             self._with_daemon(level, lambda d: run_checks([check], level, d, coverage=False))
         )
@@ -110,7 +119,7 @@ class TaskHandle:
 
         Logs live in the daemon, which lives only for the run, so they are fetched inside it.
         """
-        check = self.check(key)
+        check = self.enabled_check(key, level)
 
         async def job(daemon: HttpDaemon) -> list[bytes]:
             outcome = await run_checks([check], level, daemon, coverage=False)

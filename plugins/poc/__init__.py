@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 import signal
 from functools import cached_property
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
 from ssebench.core import CaseRun, Check, CheckOutcome, Status, default_detail, hookimpl
 
@@ -18,24 +19,27 @@ FATAL_SIGNALS = frozenset(
     int(s) for s in (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGILL)
 )
 
+# Strict, so `exit_codes = [true]` or `["1"]` in task.toml is an error rather than a guess.
+ExitStatus = Annotated[int, Field(strict=True, ge=0, le=255)]
+
 
 class TriggeredIf(BaseModel):
     """What counts as the bug still triggering; a task narrows or widens the default."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    sanitizer: bool = True
-    signal: bool = True
-    timeout: bool = True
-    exit_codes: tuple[int, ...] = ()
+    sanitizer: StrictBool = True
+    signal: StrictBool = True
+    timeout: StrictBool = True
+    exit_codes: tuple[ExitStatus, ...] = ()
     output_regex: str = ""
 
     @field_validator("output_regex")
     @classmethod
     def _compiles(cls, value: str) -> str:
         try:
-            re.compile(value)
-        except re.error as exc:
+            re.compile(value.encode())  # the log is bytes: compile what `pattern` will compile
+        except (re.error, ValueError) as exc:
             raise ValueError(f"not a regular expression: {exc}") from None
         return value
 
@@ -60,10 +64,10 @@ def _fatal_signal(run: CaseRun) -> bool:
 def still_triggers(run: CaseRun) -> bool:
     rule = run.options.triggered_if if isinstance(run.options, PocOptions) else TriggeredIf()
     if run.timed_out:
-        return rule.timeout
-    if rule.signal and _fatal_signal(run):
-        return True
-    if run.exit_code is not None and run.exit_code in rule.exit_codes:
+        if rule.timeout:
+            return True
+        # We ended the run, so its exit status is ours; only what it printed can still tell.
+    elif (rule.signal and _fatal_signal(run)) or run.exit_code in rule.exit_codes:
         return True
     if rule.sanitizer and run.log_search(SANITIZER_REPORT):
         return True

@@ -1,0 +1,440 @@
+"""The PoCs: their fields, the judge (does the bug still trigger?) and the details, run for real
+through the kit, down to a C program with a real heap overflow under AddressSanitizer."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+import ssebench.plugins.poc
+from ssebench.core import CaseResult, CaseRun, CheckOutcome, Status
+from ssebench.core.check import _SCAN_CHUNK
+from ssebench.core.registry import build_registry
+from ssebench.core.settings import ConfigError
+from ssebench.plugins.build import BUILD
+from ssebench.plugins.intent import INTENT
+from ssebench.plugins.poc import POCS, PocOptions, TriggeredIf, detail, judge
+
+ASAN = "==1==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x602000000018"
+SANITIZER_REPORTS = {
+    "asan": ASAN,
+    "ubsan": "x.c:3:5: runtime error: signed integer overflow: 2147483647 + 1",
+    "msan": "==7==WARNING: MemorySanitizer: use-of-uninitialized-value",
+    "tsan": "WARNING: ThreadSanitizer: data race (pid=9)",
+    "lsan": "==5==ERROR: LeakSanitizer: detected memory leaks",
+    "hwasan": "==3==ERROR: HWAddressSanitizer: tag-mismatch on address 0x0042",
+}
+
+
+def pocs(ssebench_task, cases: list[str], files=None, **table: Any):  # type: ignore[no-untyped-def]
+    """Run the PoCs alone; one (passed, exit code, signal, timed out) tuple per case run."""
+    task = ssebench_task({"pocs": {"cases": cases, **table}}, files=files)
+    outcome = task.run_check("pocs")
+    return outcome, [(c.passed, c.exit_code, c.signal, c.timed_out) for c in outcome.cases]
+
+
+def triggers(ssebench_task, command: str, **table: Any) -> bool:  # type: ignore[no-untyped-def]
+    """Whether one PoC command still triggers the bug, judged by the real daemon."""
+    outcome, _ = pocs(ssebench_task, [command], **table)
+    assert len(outcome.cases) == 1
+    return not outcome.cases[0].passed
+
+
+# --- fields ----------------------------------------------------------------------------------
+
+
+def test_fields() -> None:
+    assert {f.name: getattr(POCS, f.name) for f in dataclasses.fields(POCS)} == {
+        "name": "PoCs",
+        "key": "pocs",
+        "order": 20,
+        "max_level": 1,
+        "precedence": 3,
+        "failure_reason": (
+            "At least one proof-of-concept (PoC) still triggers the vulnerability. Please "
+            "reassess your patch and make sure it fixes the root cause of the vulnerability."
+        ),
+        "gate": False,
+        "stop_at_first_failed_case": True,
+        "covered_by": None,
+        "shows_fix": True,
+        "options": PocOptions,
+        "judge": judge,
+        "detail": detail,
+        "extra": {},
+    }
+
+
+def test_the_module_provides_exactly_this_check() -> None:
+    assert ssebench.plugins.poc.ssebench_checks() == [POCS]
+    registry = build_registry(plugins=[ssebench.plugins.poc], use_entry_points=False)
+    assert registry.checks == (POCS,)
+
+
+def test_runs_at_levels_0_and_1() -> None:
+    assert [level for level in range(5) if POCS.runs_at(level)] == [0, 1]
+
+
+def test_the_default_rule() -> None:
+    assert PocOptions().model_dump() == {
+        "triggered_if": {
+            "sanitizer": True,
+            "signal": True,
+            "timeout": True,
+            "exit_codes": (),
+            "output_regex": "",
+        }
+    }
+
+
+# --- the default rule, run for real ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("report", SANITIZER_REPORTS.values(), ids=SANITIZER_REPORTS.keys())
+def test_a_sanitizer_report_triggers(ssebench_task, report: str) -> None:
+    assert triggers(ssebench_task, f"echo starting; echo '{report}' >&2; exit 0")
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        "all good",
+        "WARNING: AddressSanitizer failed to allocate 0x10 bytes",
+        "AddressSanitizer is not enabled in this build",
+        "this is a runtime error without a colon",
+        "ERROR: Address Sanitizer",
+    ],
+)
+def test_output_without_a_report_passes(ssebench_task, output: str) -> None:
+    assert not triggers(ssebench_task, f"echo '{output}'")
+
+
+@pytest.mark.parametrize("signal", ["SEGV", "ABRT", "BUS", "FPE", "ILL"])
+def test_a_fatal_signal_triggers(ssebench_task, signal: str) -> None:
+    _, cases = pocs(ssebench_task, [f"kill -{signal} $$"])
+    number = {"SEGV": 11, "ABRT": 6, "BUS": 7, "FPE": 8, "ILL": 4}[signal]
+    assert cases == [(False, None, number, False)]
+
+
+@pytest.mark.parametrize("status", [139, 134, 135, 136, 132])
+def test_a_shell_status_for_a_fatal_signal_triggers(ssebench_task, status: int) -> None:
+    _, cases = pocs(ssebench_task, [f"exit {status}"])
+    assert cases == [(False, status, None, False)]
+
+
+def test_a_child_killed_by_a_fatal_signal_triggers(ssebench_task) -> None:
+    # bash reports the child's death as 128+N and carries on: the PoC's own last command.
+    _, cases = pocs(ssebench_task, ["bash -c 'kill -SEGV $$'; echo after"])
+    assert cases == [(True, 0, None, False)]
+    _, cases = pocs(ssebench_task, ["bash -c 'kill -SEGV $$'; exit $?"])
+    assert cases == [(False, 139, None, False)]
+
+
+@pytest.mark.parametrize(
+    ("command", "ending"),
+    [
+        ("kill -TERM $$", (True, None, 15, False)),
+        ("kill -KILL $$", (True, None, 9, False)),
+        ("exit 143", (True, 143, None, False)),
+        ("exit 1", (True, 1, None, False)),
+        ("exit 2", (True, 2, None, False)),
+        ("exit 0", (True, 0, None, False)),
+    ],
+)
+def test_other_endings_pass(ssebench_task, command: str, ending: tuple[Any, ...]) -> None:
+    _, cases = pocs(ssebench_task, [command])
+    assert cases == [ending]
+
+
+def test_a_timeout_triggers(ssebench_task) -> None:
+    _, cases = pocs(ssebench_task, ["sleep 5"], timeout=0.3)
+    assert cases == [(False, None, 15, True)]
+
+
+# --- triggered_if narrows and widens -----------------------------------------------------------
+
+
+def test_sanitizer_false_ignores_a_report(ssebench_task) -> None:
+    command = f"echo '{ASAN}'; exit 1"
+    assert not triggers(ssebench_task, command, triggered_if={"sanitizer": False})
+    assert triggers(ssebench_task, command, triggered_if={"sanitizer": True})
+
+
+def test_signal_false_ignores_fatal_signals(ssebench_task) -> None:
+    rule = {"triggered_if": {"signal": False}}
+    _, cases = pocs(ssebench_task, ["kill -SEGV $$", "exit 139", f"echo '{ASAN}'"], **rule)
+    assert cases == [(True, None, 11, False), (True, 139, None, False), (False, 0, None, False)]
+
+
+def test_timeout_false_ignores_a_hang(ssebench_task) -> None:
+    assert not triggers(ssebench_task, "sleep 5", timeout=0.3, triggered_if={"timeout": False})
+
+
+def test_timeout_false_still_reads_what_a_hung_run_printed(ssebench_task) -> None:
+    command = f"echo '{ASAN}'; sleep 5"
+    assert triggers(ssebench_task, command, timeout=0.3, triggered_if={"timeout": False})
+
+
+def test_timeout_false_ignores_the_signal_we_stopped_it_with(ssebench_task) -> None:
+    # A PoC that aborts when told to stop did not crash on its own: the kill was ours.
+    command = "trap 'kill -ABRT $$' TERM; sleep 5 & wait"
+    rule = {"timeout": 0.3, "triggered_if": {"timeout": False, "exit_codes": [143]}}
+    assert not triggers(ssebench_task, command, **rule)
+
+
+def test_exit_codes_widen(ssebench_task) -> None:
+    rule = {"triggered_if": {"exit_codes": [1, 3]}}
+    _, cases = pocs(ssebench_task, ["exit 0", "exit 2", "exit 3", "exit 1"], **rule)
+    assert cases == [
+        (True, 0, None, False),
+        (True, 2, None, False),
+        (False, 3, None, False),
+    ]
+
+
+def test_output_regex_widens(ssebench_task) -> None:
+    rule = {"triggered_if": {"output_regex": r"Traceback \(most recent call last\)"}}
+    traceback = "echo 'Traceback (most recent call last):'; echo '  File x'; exit 0"
+    assert triggers(ssebench_task, traceback, **rule)
+    assert not triggers(ssebench_task, "echo 'Traceback: none'", **rule)
+
+
+def test_output_regex_reads_the_output_not_the_command(ssebench_task) -> None:
+    rule = {"triggered_if": {"output_regex": "needle"}}
+    assert not triggers(ssebench_task, "true needle", **rule)
+    assert triggers(ssebench_task, "printf 'nee%s' dle", **rule)
+
+
+def test_output_regex_is_bytes_and_multiline_flags_work(ssebench_task) -> None:
+    rule = {"triggered_if": {"output_regex": r"(?m)^FATAL \d+$"}}
+    assert triggers(ssebench_task, "printf 'ok\\nFATAL 42\\nok\\n'", **rule)
+    assert not triggers(ssebench_task, "printf 'not FATAL 42\\n'", **rule)
+
+
+@pytest.mark.parametrize(
+    ("triggered_if", "problem"),
+    [
+        ({"sanitiser": False}, "triggered_if.sanitiser: Extra inputs are not permitted"),
+        ({"signal": 0}, "triggered_if.signal: Input should be a valid boolean"),
+        ({"exit_codes": [True]}, "triggered_if.exit_codes.0: Input should be a valid integer"),
+        ({"exit_codes": ["1"]}, "triggered_if.exit_codes.0: Input should be a valid integer"),
+        (
+            {"exit_codes": [256]},
+            "triggered_if.exit_codes.0: Input should be less than or equal to 255",
+        ),
+        (
+            {"output_regex": "(unclosed"},
+            "triggered_if.output_regex: not a regular expression: "
+            "missing ), unterminated subpattern at position 0",
+        ),
+        (
+            {"output_regex": "(?u)x"},
+            "triggered_if.output_regex: not a regular expression: "
+            "bad inline flags: cannot use 'u' flag with a bytes pattern at position 3",
+        ),
+    ],
+    ids=["unknown-key", "int-for-bool", "bool-for-int", "str-for-int", "too-big", "bad", "unicode"],
+)
+def test_a_bad_rule_is_a_task_error(
+    ssebench_task, triggered_if: dict[str, Any], problem: str
+) -> None:
+    task = ssebench_task({"pocs": {"run": "true", "triggered_if": triggered_if}})
+    with pytest.raises(ConfigError) as caught:
+        task.run_check("pocs")
+    assert str(caught.value) == f"{task.path / 'task.toml'}: checks.pocs.{problem}"
+
+
+# --- big logs --------------------------------------------------------------------------------
+
+
+def test_a_report_after_5_mb_of_output_is_found(ssebench_task) -> None:
+    filler = "head -c 5000000 /dev/zero | tr '\\0' x; echo"
+    assert triggers(ssebench_task, f"{filler}; echo '{ASAN}'")
+    assert not triggers(ssebench_task, f"{filler}; echo 'clean exit'")
+
+
+@pytest.mark.parametrize(
+    "start",
+    [_SCAN_CHUNK - 10, _SCAN_CHUNK - 1, _SCAN_CHUNK, 2 * _SCAN_CHUNK - 20, 3 * _SCAN_CHUNK - 5],
+    ids=["1MiB-10", "1MiB-1", "1MiB", "2MiB-20", "3MiB-5"],
+)
+def test_a_report_across_a_chunk_boundary_is_found(ssebench_task, start: int) -> None:
+    log = b"x" * start + ASAN.encode() + b"\n" + b"y" * 1000
+    assert triggers(ssebench_task, "cat out.log", files={"out.log": log})
+
+
+def test_log_search_across_a_boundary_alone(tmp_path: Path) -> None:
+    log = tmp_path / "case.log"
+    log.write_bytes(b"x" * (_SCAN_CHUNK - 7) + ASAN.encode())
+    run = CaseRun(exit_code=0, signal=None, timed_out=False, seconds=0.1, log_path=log)
+    assert judge(run) is False
+    log.write_bytes(b"x" * (_SCAN_CHUNK - 7) + ASAN.encode().replace(b"Address", b"Adress"))
+    assert judge(run) is True
+
+
+def test_the_judge_alone_with_options(tmp_path: Path) -> None:
+    log = tmp_path / "case.log"
+    log.write_bytes(b"boom\n")
+
+    def run(exit_code: int | None, killed_by: int | None, timed_out: bool, **rule: Any) -> bool:
+        options = PocOptions(triggered_if=TriggeredIf(**rule)) if rule else None
+        return judge(CaseRun(exit_code, killed_by, timed_out, 0.1, log, options))
+
+    assert run(0, None, False) is True
+    assert run(None, 11, False) is False
+    assert run(None, 11, False, signal=False) is True
+    assert run(None, None, True) is False
+    assert run(None, 15, True, timeout=False) is True
+    assert run(0, None, False, output_regex="bo+m") is False
+    assert run(7, None, False, exit_codes=(7,)) is False
+
+
+def test_a_regex_that_only_bytes_cannot_compile_is_refused() -> None:
+    with pytest.raises(ValidationError) as caught:
+        TriggeredIf(output_regex="(?u)x")
+    assert [error["msg"] for error in caught.value.errors()] == [
+        "Value error, not a regular expression: bad inline flags: cannot use 'u' flag with a "
+        "bytes pattern at position 3"
+    ]
+
+
+# --- detail ----------------------------------------------------------------------------------
+
+
+def _case(index: int, passed: bool) -> CaseResult:
+    return CaseResult(
+        index, passed, 0 if passed else None, None if passed else 11, False, 0.1, f"log{index}", 0
+    )
+
+
+@pytest.mark.parametrize(
+    ("outcome", "text"),
+    [
+        (CheckOutcome(POCS, Status.PASSED, 2, (_case(0, True), _case(1, True))), "2 of 2"),
+        (
+            CheckOutcome(POCS, Status.FAILED, 3, (_case(0, True), _case(1, False))),
+            "passed 1 of 3; stopped at the first that still triggers the bug",
+        ),
+        (
+            CheckOutcome(POCS, Status.FAILED, 2, (_case(0, False),)),
+            "passed 0 of 2; stopped at the first that still triggers the bug",
+        ),
+        (CheckOutcome(POCS, Status.PASSED, 0), "the task has none"),
+        (CheckOutcome(POCS, Status.NOT_RUN, 2, blocked_by=BUILD), "the build failed"),
+        (CheckOutcome(POCS, Status.NOT_RUN, unsupported=True), "this daemon cannot run it"),
+        (CheckOutcome(POCS, Status.PASSED, 0, covered_by=INTENT), "covered by the intent tests"),
+    ],
+    ids=["all-passed", "stopped", "first-failed", "none", "blocked", "unsupported", "covered"],
+)
+def test_detail_alone(outcome: CheckOutcome, text: str) -> None:
+    assert detail(outcome) == text
+
+
+def test_two_of_two(ssebench_task) -> None:
+    outcome, cases = pocs(ssebench_task, ["true", "exit 1"])
+    assert (outcome.status, detail(outcome)) == (Status.PASSED, "2 of 2")
+    assert cases == [(True, 0, None, False), (True, 1, None, False)]
+
+
+def test_stops_at_the_first_that_still_triggers(ssebench_task) -> None:
+    outcome, cases = pocs(ssebench_task, ["true", "kill -SEGV $$", "true"])
+    assert (outcome.status, outcome.total_cases, detail(outcome)) == (
+        Status.FAILED,
+        3,
+        "passed 1 of 3; stopped at the first that still triggers the bug",
+    )
+    assert cases == [(True, 0, None, False), (False, None, 11, False)]
+
+
+def test_the_log_is_the_one_of_the_poc_that_still_triggers(ssebench_task) -> None:
+    task = ssebench_task({"pocs": ["echo fine", f"echo '{ASAN}'; exit 1", "echo never"]})
+    assert task.case_logs("pocs") == [b"fine\n", f"{ASAN}\n".encode()]
+
+
+def test_a_task_without_pocs(ssebench_task) -> None:
+    outcome = ssebench_task({"build": "true"}).outcome(0).outcomes[1]
+    assert (outcome.check, outcome.status, detail(outcome)) == (
+        POCS,
+        Status.PASSED,
+        "the task has none",
+    )
+
+
+def test_not_run_when_the_build_failed(ssebench_task) -> None:
+    outcome = ssebench_task({"build": "false", "pocs": ["true"]}).outcome(0).outcomes[1]
+    assert (outcome.check, outcome.status, detail(outcome)) == (
+        POCS,
+        Status.NOT_RUN,
+        "the build failed",
+    )
+
+
+def test_the_report_of_a_poc_that_still_triggers(ssebench_task) -> None:
+    task = ssebench_task({"build": "true", "pocs": ["true", f"echo '{ASAN}'; exit 1"]})
+    assert task.report(1) == (
+        "test_patch result: FAILED. At least one proof-of-concept (PoC) still triggers the "
+        "vulnerability. Please reassess your patch and make sure it fixes the root cause of the "
+        "vulnerability.\n"
+        "\n"
+        "Checks:\n"
+        "- build: passed\n"
+        "- PoCs: FAILED (passed 1 of 2; stopped at the first that still triggers the bug)\n"
+        "- functional tests: passed (the task has none)\n"
+        "\n"
+        "Not available at difficulty level 1 (NO_INTENT_TEST): intent tests. "
+        "Nothing is reported about them.\n"
+        "\n"
+        "Full log (PoCs):\n"
+        f"{ASAN}"
+    )
+
+
+# --- a real C program ------------------------------------------------------------------------
+
+OVERFLOW_C = """\
+#include <stdlib.h>
+#include <string.h>
+
+int main(int argc, char **argv) {
+    size_t size = strlen(argv[1]);
+    char *copy = malloc(size);
+    strcpy(copy, argv[1]);
+    free(copy);
+    return 0;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+def test_a_real_heap_overflow_under_asan(ssebench_task) -> None:
+    checks = {
+        "build": "gcc -fsanitize=address -g -o copy copy.c",
+        "pocs": ["./copy hello"],
+    }
+    broken = ssebench_task(checks, files={"copy.c": OVERFLOW_C})
+    fixed = ssebench_task(
+        checks, files={"copy.c": OVERFLOW_C.replace("malloc(size)", "malloc(size + 1)")}
+    )
+
+    outcome = broken.outcome(0)
+    assert [(o.check.name, o.status, o.check.detail(o)) for o in outcome.outcomes[:2]] == [
+        ("build", Status.PASSED, None),
+        ("PoCs", Status.FAILED, "passed 0 of 1; stopped at the first that still triggers the bug"),
+    ]
+    (crash,) = outcome.outcomes[1].cases
+    assert (crash.exit_code, crash.signal, crash.timed_out) == (1, None, False)
+    log = broken.case_logs("pocs")[0].decode()
+    assert "ERROR: AddressSanitizer: heap-buffer-overflow" in log
+    assert "SUMMARY: AddressSanitizer: heap-buffer-overflow" in log
+
+    outcome = fixed.outcome(0)
+    assert [(o.check.name, o.status, o.check.detail(o)) for o in outcome.outcomes[:2]] == [
+        ("build", Status.PASSED, None),
+        ("PoCs", Status.PASSED, "1 of 1"),
+    ]
+    assert fixed.case_logs("pocs") == [b""]

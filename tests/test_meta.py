@@ -1,0 +1,129 @@
+"""Meta-tests (after datasette's): every hook documented, every built-in declared, nothing done at
+import time."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import inspect
+import json
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import ssebench.core
+from ssebench.core import check, hookspecs
+from ssebench.core.registry import ENTRY_POINT_GROUP
+
+ROOT = Path(__file__).resolve().parent.parent
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def builtin_modules() -> set[str]:
+    """Every plugin folder in the checkout, as the module it installs as."""
+    return {
+        f"ssebench.plugins.{folder.name}"
+        for folder in (ROOT / "plugins").iterdir()
+        if (folder / "__init__.py").is_file()
+    }
+
+
+def _hookspecs() -> dict[str, object]:
+    marker = f"{hookspecs.PROJECT}_spec"
+    return {name: obj for name, obj in vars(hookspecs).items() if hasattr(obj, marker)}
+
+
+def test_the_hookspecs_are_the_ones_we_know() -> None:
+    assert list(_hookspecs()) == ["ssebench_checks"]
+
+
+def test_every_hookspec_has_a_docstring() -> None:
+    undocumented = [name for name, spec in _hookspecs().items() if not inspect.getdoc(spec)]
+    assert undocumented == []
+
+
+def test_every_hookspec_is_implemented_by_a_builtin() -> None:
+    marker = f"{hookspecs.PROJECT}_impl"
+    implemented = {
+        name
+        for module in builtin_modules()
+        for name, obj in vars(importlib.import_module(module)).items()
+        if hasattr(obj, marker)
+    }
+    assert implemented == set(_hookspecs())
+
+
+def test_the_builtin_folders_are_the_four_checks() -> None:
+    assert builtin_modules() == {
+        "ssebench.plugins.build",
+        "ssebench.plugins.poc",
+        "ssebench.plugins.intent",
+        "ssebench.plugins.functional",
+    }
+
+
+def test_every_builtin_is_an_entry_point_and_every_entry_point_a_builtin() -> None:
+    declared = PYPROJECT["project"]["entry-points"][ENTRY_POINT_GROUP]
+    assert set(declared.values()) == builtin_modules()
+    assert declared == {
+        "build": "ssebench.plugins.build",
+        "pocs": "ssebench.plugins.poc",
+        "intent": "ssebench.plugins.intent",
+        "functional": "ssebench.plugins.functional",
+    }
+
+
+def test_every_builtin_is_a_listed_package() -> None:
+    assert builtin_modules() <= set(PYPROJECT["tool"]["setuptools"]["packages"])
+
+
+def test_the_entry_point_name_is_the_check_key() -> None:
+    declared = PYPROJECT["project"]["entry-points"][ENTRY_POINT_GROUP]
+    keys = {
+        name: [c.key for c in importlib.import_module(module).ssebench_checks()]
+        for name, module in declared.items()
+    }
+    assert keys == {name: [name] for name in declared}
+
+
+def test_the_installed_metadata_matches_pyproject() -> None:
+    # A stale install (pyproject changed, not reinstalled) would test other plugins than these.
+    installed = {
+        ep.name: ep.value
+        for ep in importlib.metadata.distribution("ssebench").entry_points
+        if ep.group == ENTRY_POINT_GROUP
+    }
+    assert installed == PYPROJECT["project"]["entry-points"][ENTRY_POINT_GROUP]
+
+
+def test_a_plugin_needs_only_ssebench_core() -> None:
+    assert ssebench.core.Check is check.Check
+    assert ssebench.core.hookimpl is hookspecs.hookimpl
+    for module in builtin_modules():
+        source = inspect.getsource(importlib.import_module(module))
+        internal = [line for line in source.splitlines() if "ssebench.core." in line]
+        assert internal == [], module
+
+
+def test_imports_load_no_server_and_no_plugin() -> None:
+    """Importing core or a plugin loads no plugin and no server; neither does the testing kit,
+    a pytest plugin of every session where ssebench is installed."""
+    probe = (
+        "import json, sys\n"
+        "def loaded():\n"
+        "    heavy = {'fastmcp', 'mcp', 'uvicorn', 'starlette', 'httpx'}\n"
+        "    return sorted({m.split('.')[0] for m in sys.modules} & heavy)\n"
+        "import ssebench.core, ssebench.core.registry, ssebench.core.hookspecs\n"
+        "plugins = sorted(m for m in sys.modules if m.startswith('ssebench.plugins'))\n"
+        "import ssebench.plugins.build, ssebench.plugins.poc\n"
+        "import ssebench.plugins.intent, ssebench.plugins.functional\n"
+        "core = loaded()\n"
+        "import ssebench.testing\n"
+        "print(json.dumps({'plugins': plugins, 'core': core, 'kit': loaded()}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert json.loads(done.stdout) == {"plugins": [], "core": [], "kit": ["httpx", "starlette"]}
