@@ -1,0 +1,202 @@
+"""Choosing and opening a daemon client: our own /v1 API, the upstream API, or whichever answers.
+
+A task container may start its daemon after our server, so opening never fails because nothing
+answers: the connection says so, and every call probes again until a daemon is found; until
+then each call raises DaemonError, which test_patch reports as the internal-failure text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+
+import httpx
+from pydantic import BaseModel, ValidationError
+
+from ssebench.core.check import CaseResult, Check
+from ssebench.core.client import Daemon, DaemonError, HttpDaemon
+from ssebench.core.protocol import API_PREFIX, Health
+from ssebench.core.settings import ConfigError
+from ssebench.core.upstream import UpstreamDaemon, Version, describe_error, unsupported_checks
+
+log = logging.getLogger("ssebench")
+
+DAEMON_APIS = ("auto", "ssebench", "upstream")
+SOCKET_VARIABLE = "SSE_DAEMON_SOCKET"
+TCP_VARIABLE = "SSE_AGENT_DOCKER"
+PROBE_TIMEOUT = 5.0
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where the daemon listens: a base URL, through a Unix socket when `uds` is set."""
+
+    url: str
+    uds: str | None = None
+
+    def __str__(self) -> str:
+        return f"unix:{self.uds}" if self.uds else self.url
+
+
+def daemon_location(url: str | None, environ: Mapping[str, str] | None = None) -> Location | None:
+    """A given URL first (a flag overrides the environment), then the upstream SDK's order:
+    the socket in SSE_DAEMON_SOCKET, else TCP to the host:port in SSE_AGENT_DOCKER."""
+    env = os.environ if environ is None else environ
+    if url:
+        return Location(url.rstrip("/"))
+    if env.get(SOCKET_VARIABLE):
+        return Location("http://localhost", uds=env[SOCKET_VARIABLE])
+    if tcp := env.get(TCP_VARIABLE):
+        return Location((tcp if "://" in tcp else f"http://{tcp}").rstrip("/"))
+    return None
+
+
+def unsupported_warning(names: Sequence[str]) -> str:
+    """The start-up warning for checks the daemon cannot run (third-party ones, upstream)."""
+    return (
+        f"the upstream daemon cannot run {', '.join(names)}: test_patch reports "
+        f"{'it' if len(names) == 1 else 'them'} as not run (this daemon cannot run it)"
+    )
+
+
+class _Unreachable(Exception):
+    pass
+
+
+async def _probe(client: httpx.AsyncClient, path: str, model: type[BaseModel]) -> BaseModel | None:
+    """The answer when `path` answers as `model` says; None when something else answers."""
+    try:
+        response = await client.get(path, timeout=PROBE_TIMEOUT)
+    except httpx.HTTPError as exc:
+        raise _Unreachable(describe_error(exc)) from exc
+    if response.status_code != 200:
+        return None
+    try:
+        return model.model_validate_json(response.content)
+    except ValidationError:
+        return None
+
+
+class DaemonConnection:
+    """A `Daemon` that settles which API it speaks at the first answer, and sticks to it."""
+
+    def __init__(
+        self, client: httpx.AsyncClient, location: Location, api: str, *, grading: bool
+    ) -> None:
+        self.client = client
+        self.location = location
+        self.api = api
+        self.grading = grading
+        self.found: Daemon | None = None
+        self.description = ""
+        self._lock = asyncio.Lock()
+        self._warn_at_first_call = False
+        if api == "ssebench":
+            self.found = HttpDaemon(client)
+        elif api == "upstream":
+            self.found = UpstreamDaemon(client, grading=grading)
+
+    async def start(self) -> str:
+        """Probe once to say what answers; never raises, whatever answers or not."""
+        try:
+            self.description = await self._identify()
+        except DaemonError as exc:
+            self.description = str(exc)
+        self._warn_at_first_call = self.found is None
+        return self.description
+
+    async def _identify(self) -> str:
+        """Probe GET /v1/health, then GET /version; settle the API when it was 'auto'."""
+        where = f"at {self.location}"
+        tried = []
+        try:
+            if self.api != "upstream":
+                tried.append(f"GET {API_PREFIX}/health")
+                health = await _probe(self.client, f"{API_PREFIX}/health", Health)
+                if isinstance(health, Health):
+                    self.found = self.found or HttpDaemon(self.client)
+                    level = "evaluator" if health.difficulty is None else health.difficulty
+                    return f"the ssebench daemon API (/v1, difficulty {level}) {where}"
+            if self.api != "ssebench":
+                tried.append("GET /version")
+                version = await _probe(self.client, "/version", Version)
+                if isinstance(version, Version):
+                    self.found = self.found or UpstreamDaemon(self.client, grading=self.grading)
+                    return f"the upstream daemon API (version {version.version}) {where}"
+            problem = f"{' and '.join(tried)} got no answer of that API"
+        except _Unreachable as exc:
+            problem = str(exc)
+        if self.found is not None:
+            return f"the {self.api} daemon API {where}, not answering yet ({problem})"
+        raise DaemonError(
+            f"no daemon answers {where} yet ({problem}); test_patch reports an internal "
+            "testing failure until one does"
+        )
+
+    def unsupported(self, checks: Sequence[Check]) -> list[str]:
+        """Names of the checks the found daemon cannot run; empty while none is found."""
+        if isinstance(self.found, UpstreamDaemon):
+            return [check.name for check in unsupported_checks(checks)]
+        return []
+
+    async def connect(self) -> Daemon:
+        """The daemon, probing again while none was found, so one that starts late is found."""
+        async with self._lock:
+            if self.found is None:
+                self.description = await self._identify()
+                log.info("found %s", self.description)
+        assert self.found is not None
+        return self.found
+
+    async def case_counts(self, checks: list[Check]) -> dict[str, int | None]:
+        daemon = await self.connect()
+        if self._warn_at_first_call:
+            self._warn_at_first_call = False
+            names = self.unsupported(checks)
+            if names:
+                log.warning("%s", unsupported_warning(names))
+        return await daemon.case_counts(checks)
+
+    async def run_case(self, check: Check, index: int) -> CaseResult:
+        return await (await self.connect()).run_case(check, index)
+
+    async def log_chunks(self, result: CaseResult) -> AsyncIterator[bytes]:
+        async for chunk in (await self.connect()).log_chunks(result):
+            yield chunk
+
+
+@contextlib.asynccontextmanager
+async def open_daemon(
+    api: str = "auto",
+    url: str | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    grading: bool = False,
+) -> AsyncIterator[DaemonConnection]:
+    """Open the daemon client `api` names ('auto', 'ssebench' or 'upstream') at `url`, or where
+    SSE_DAEMON_SOCKET / SSE_AGENT_DOCKER in `environ` (default os.environ) say.
+
+    Raises ConfigError only for a bad `api` or no location at all; a daemon that does not
+    answer yet is found later. `.description` says what answered at start, for stderr.
+    """
+    if api not in DAEMON_APIS:
+        raise ConfigError(f"--daemon-api must be one of {', '.join(DAEMON_APIS)} (got {api!r})")
+    location = daemon_location(url, environ)
+    if location is None:
+        raise ConfigError(
+            f"no daemon to talk to: give --daemon-url URL, or set {SOCKET_VARIABLE} or "
+            f"{TCP_VARIABLE}"
+        )
+    # Plain HTTP needs no TLS context, and loading the CA bundle costs a tenth of a second.
+    verify = location.url.startswith("https://")
+    transport = httpx.AsyncHTTPTransport(uds=location.uds, verify=verify) if location.uds else None
+    async with httpx.AsyncClient(
+        base_url=location.url, transport=transport, trust_env=False, verify=verify
+    ) as client:
+        connection = DaemonConnection(client, location, api, grading=grading)
+        await connection.start()
+        yield connection
