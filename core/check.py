@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel
 
 _SCAN_CHUNK = 1 << 20
+_LINE_OVERLAP = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -31,17 +32,24 @@ class CaseRun:
     def log_search(self, pattern: re.Pattern[bytes]) -> bool:
         """Whether `pattern` matches in the log, read in chunks so a huge log never sits in memory.
 
-        Chunks overlap by 64 KiB, so a match of up to that length across a boundary is found.
+        Each search covers whole lines only (an unfinished line waits for the next chunk), so
+        `^` and `$` mean what they say. A match spanning lines across two chunks is not found;
+        a single line longer than 4 MiB is searched in overlapping pieces.
         """
-        overlap = 1 << 16
-        tail = b""
+        pending = b""
         with self.log_path.open("rb") as log:
             while chunk := log.read(_SCAN_CHUNK):
-                window = tail + chunk
-                if pattern.search(window):
+                data = pending + chunk
+                cut = data.rfind(b"\n") + 1  # the end of the last whole line
+                if cut == 0 and len(data) > 4 * _SCAN_CHUNK:
+                    if pattern.search(data):
+                        return True
+                    pending = data[-_LINE_OVERLAP:]
+                    continue
+                if cut and pattern.search(data, 0, cut):
                     return True
-                tail = window[-overlap:]
-        return False
+                pending = data[cut:]
+        return bool(pending) and pattern.search(pending) is not None
 
 
 class Status(StrEnum):

@@ -16,6 +16,9 @@ from ssebench.core.check import CaseResult, Check
 from ssebench.core.protocol import API_PREFIX, CaseAnswer, CheckInfo, CheckList, Health
 
 CONNECT_TIMEOUT = 10.0
+# Health and the check list answer at once (they never wait for a run): a daemon that accepted
+# the connection but stays silent this long is broken, and must not hang test_patch forever.
+QUERY_TIMEOUT = 60.0
 # A case answers once it finished; the daemon enforces the task's limit, this is the backstop.
 RUN_MARGIN = 120.0
 
@@ -44,7 +47,7 @@ class HttpDaemon:
         self.timeouts: dict[str, float] = {}
 
     async def _get(self, path: str, model: type[BaseModel]) -> BaseModel:
-        return _parse(await self._request("GET", path), model)
+        return _parse(await self._request("GET", path, timeout=QUERY_TIMEOUT), model)
 
     async def _request(
         self, method: str, path: str, *, timeout: float | None = None
@@ -56,11 +59,10 @@ class HttpDaemon:
                 timeout=httpx.Timeout(timeout, connect=CONNECT_TIMEOUT),
             )
         except httpx.HTTPError as exc:
-            raise DaemonError(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
+            raise DaemonError(f"{method} {path}: {_describe(exc)}") from exc
         if response.status_code != 200:
-            raise DaemonError(
-                f"{method} {path}: HTTP {response.status_code}: {response.text[:200]}"
-            )
+            body = _one_line(response.text[:200])
+            raise DaemonError(f"{method} {path}: HTTP {response.status_code}: {body}")
         return response
 
     async def health(self) -> Health:
@@ -106,13 +108,26 @@ class HttpDaemon:
             async with self.client.stream("GET", path, timeout=timeout) as response:
                 if response.status_code != 200:
                     raise DaemonError(f"GET {path}: HTTP {response.status_code}")
-                async for chunk in response.aiter_raw():
+                # Decoded bytes: log_size counts the log itself, whatever the transfer encoding;
+                # and unlike aiter_raw() this also reads a response whose body was preloaded.
+                async for chunk in response.aiter_bytes():
                     received += len(chunk)
                     yield chunk
-        except httpx.HTTPError as exc:
-            raise DaemonError(f"GET {path}: {type(exc).__name__}: {exc}") from exc
+        except (httpx.HTTPError, httpx.StreamError) as exc:
+            raise DaemonError(f"GET {path}: {_describe(exc)}") from exc
         if received != result.log_size:
             raise DaemonError(f"GET {path}: got {received} of {result.log_size} bytes")
+
+
+def _one_line(text: str) -> str:
+    """DaemonError messages are one line; an error page or a traceback is not."""
+    return " ".join(text.split())
+
+
+def _describe(exc: httpx.HTTPError | httpx.StreamError) -> str:
+    """The exception's type, and its message when it has one (a timeout's is often empty)."""
+    message = _one_line(str(exc))
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
 def _parse(response: httpx.Response, model: type[BaseModel]) -> BaseModel:
@@ -120,4 +135,5 @@ def _parse(response: httpx.Response, model: type[BaseModel]) -> BaseModel:
         return model.model_validate_json(response.content)
     except ValidationError as exc:
         where = f"{response.request.method} {response.request.url.path}"
-        raise DaemonError(f"{where}: malformed answer: {exc.errors()[0]['msg']}") from None
+        message = _one_line(exc.errors()[0]["msg"])
+        raise DaemonError(f"{where}: malformed answer: {message}") from None

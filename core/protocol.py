@@ -8,7 +8,8 @@ API_PREFIX = "/v1"
 
 
 class _Wire(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Extra fields are ignored, so a newer daemon that adds one still talks to this client.
+    model_config = ConfigDict(extra="ignore", frozen=True)
 
 
 class Health(_Wire):

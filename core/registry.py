@@ -18,6 +18,7 @@ ENTRY_POINT_GROUP = "ssebench.checks"
 # Level 4 runs nothing (the spec), so the highest level a check can run at is the one below it.
 MAX_LEVELS = LEVELS[:-1]
 _KEY = re.compile(r"[A-Za-z0-9_-]+")
+_TABLE_KEYS = {"run", "cases", "timeout"}  # every check table has these
 
 
 class PluginError(Exception):
@@ -41,6 +42,10 @@ class Registry:
         return next((check for check in self.checks if check.key == key), None)
 
 
+def _distribution(ep: EntryPoint) -> str | None:
+    return ep.dist.name if ep.dist is not None else None
+
+
 def _describe(ep: EntryPoint) -> str:
     dist = ep.dist
     where = f" ({dist.name} {dist.version})" if dist is not None else ""
@@ -53,7 +58,9 @@ def build_registry(*, plugins: Iterable[object] = (), use_entry_points: bool = T
     pm.add_hookspecs(hookspecs)
     labels: dict[str, str] = {}  # registered name -> how messages and `sources` name it
     if use_entry_points:
-        for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        # ssebench's own checks first, so a clash is blamed on the plugin that came second.
+        found = entry_points(group=ENTRY_POINT_GROUP)
+        for ep in sorted(found, key=lambda e: (_distribution(e) != "ssebench", e.name)):
             label = _describe(ep)
             try:
                 plugin = ep.load()
@@ -165,6 +172,8 @@ def _validate_fields(check: Check, label: str) -> None:
         isinstance(check.options, type) and issubclass(check.options, BaseModel)
     ):
         problems.append("options must be a pydantic model class")
+    elif check.options is not None and (shadowed := _TABLE_KEYS & set(check.options.model_fields)):
+        problems.append(f"options must not redefine the task.toml keys {sorted(shadowed)}")
     if problems:
         raise PluginError(f"Plugin {label}: check {check.name!r}: {'; '.join(problems)}")
 

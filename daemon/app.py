@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import re
 import shutil
 import tempfile
 import uuid
@@ -21,13 +22,18 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from ssebench.core.check import CaseRun
+from ssebench.core.check import CaseRun, Check
 from ssebench.core.protocol import API_PREFIX, CaseAnswer, CheckInfo, CheckList, Health
 from ssebench.core.registry import Registry
 from ssebench.daemon.runner import RunnerError, run_command
 from ssebench.daemon.task import DEFAULT_TIMEOUT, Task
 
 log = logging.getLogger("ssebench.daemon")
+
+
+_INDEX = re.compile(r"[0-9]+")
+# Every method, so that no request under a withheld check answers anything but 403.
+_ANY_METHOD = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -50,6 +56,9 @@ class Daemon:
             "SSE_TASK_DIR": str(task.directory),
             "SSE_SOURCE_DIR": str(task.source),
         }
+
+    def _withheld(self, check: Check) -> JSONResponse:
+        return _error(403, f"{check.name}: not available at difficulty level {self.level}")
 
     async def health(self, request: Request) -> Response:
         return JSONResponse(Health(status="ok", difficulty=self.level).model_dump())
@@ -75,10 +84,11 @@ class Daemon:
             return _error(404, f"no check {key!r}")
         if not check.runs_at(self.level):
             # Decided before the index is even read, so the number of cases cannot be probed.
-            return _error(403, f"{check.name} are not available at difficulty level {self.level}")
+            return self._withheld(check)
         table = self.task.checks.get(key)
         raw_index = request.path_params["index"]
-        if table is None or not raw_index.isdigit() or int(raw_index) >= len(table.cases):
+        # ASCII digits only: str.isdigit() also takes "²" (which int() refuses) and "١".
+        if table is None or not _INDEX.fullmatch(raw_index) or int(raw_index) >= len(table.cases):
             return _error(404, f"no case {raw_index} of {check.name}")
         index = int(raw_index)
         run = asyncio.create_task(self._run(key, index))
@@ -139,7 +149,7 @@ class Daemon:
         """Anything else under a check: still 403 when withheld, so no route probes it."""
         check = self.registry.by_key(request.path_params["key"])
         if check is not None and not check.runs_at(self.level):
-            return _error(403, f"{check.name} are not available at difficulty level {self.level}")
+            return self._withheld(check)
         return _error(404, "no such route")
 
     async def log(self, request: Request) -> Response:
@@ -177,8 +187,8 @@ def create_app(
         Route(
             f"{API_PREFIX}/checks/{{key}}/cases/{{index}}/run", daemon.run_case, methods=["POST"]
         ),
-        Route(f"{API_PREFIX}/checks/{{key}}", daemon.other, methods=["GET", "POST"]),
-        Route(f"{API_PREFIX}/checks/{{key}}/{{rest:path}}", daemon.other, methods=["GET", "POST"]),
+        Route(f"{API_PREFIX}/checks/{{key}}", daemon.other, methods=_ANY_METHOD),
+        Route(f"{API_PREFIX}/checks/{{key}}/{{rest:path}}", daemon.other, methods=_ANY_METHOD),
         Route(f"{API_PREFIX}/logs/{{log_id}}", daemon.log),
     ]
     handlers = {

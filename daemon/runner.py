@@ -41,12 +41,14 @@ def _killpg(pgid: int, sig: int) -> bool:
 
 
 async def _stop_group(proc: asyncio.subprocess.Process, grace: float) -> None:
-    """SIGTERM the group, SIGKILL it after `grace` seconds if the shell is still there."""
-    if not _killpg(proc.pid, signal.SIGTERM):
-        return
+    """SIGTERM the group; SIGKILL what is left once the shell ended or `grace` seconds passed."""
+    if _killpg(proc.pid, signal.SIGTERM):
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(proc.wait(), grace)
+        _killpg(proc.pid, signal.SIGKILL)
+    # Reap the shell (bounded: a process stuck in the kernel must not hang us).
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(proc.wait(), grace)
-    _killpg(proc.pid, signal.SIGKILL)
 
 
 async def run_command(
@@ -66,7 +68,7 @@ async def run_command(
                 "bash",
                 "-c",
                 command,
-                cwd=cwd,
+                cwd=str(cwd),  # an error then names it as a path, not PosixPath(...)
                 env=dict(env),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=log,
@@ -77,16 +79,19 @@ async def run_command(
         raise RunnerError(f"cannot start {command!r} in {cwd}: {exc}") from exc
     timed_out = False
     try:
-        await asyncio.wait_for(proc.wait(), timeout)
-    except TimeoutError:
-        timed_out = True
-        await _stop_group(proc, grace)
-        await proc.wait()
+        try:
+            await asyncio.wait_for(proc.wait(), timeout)
+        except TimeoutError:
+            timed_out = True
+            await _stop_group(proc, grace)
+            await proc.wait()
     except BaseException:
-        # Cancelled (the caller went away): stop now, without awaiting, since a cancelled
-        # task may be cancelled again at its next await; SIGKILL follows from the loop.
-        if _killpg(proc.pid, signal.SIGTERM):
-            asyncio.get_running_loop().call_later(grace, _killpg, proc.pid, signal.SIGKILL)
+        # Cancelled (the caller went away): the group is stopped before we let go. The stop is
+        # awaited, shielded, rather than left to a timer that a closing loop (asyncio.run)
+        # would drop, sparing a group that ignores SIGTERM; cancelled again, we kill at once.
+        with contextlib.suppress(BaseException):
+            await asyncio.shield(_stop_group(proc, grace))
+        _killpg(proc.pid, signal.SIGKILL)
         raise
     # Leftovers (background children) belong to a finished case: they go.
     _killpg(proc.pid, signal.SIGKILL)

@@ -101,7 +101,9 @@ def _load_table(check: Check, table: dict[str, Any], fail: Any) -> TaskCheck:
     timeout = table.get("timeout", DEFAULT_TIMEOUT)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float):
         raise fail("timeout", f"must be a number of seconds (got {timeout!r})")
-    if not (timeout > 0 and math.isfinite(timeout)):
+    if not math.isfinite(timeout):
+        raise fail("timeout", f"must be a finite number of seconds (got {timeout!r})")
+    if timeout <= 0:
         raise fail("timeout", f"must be greater than 0 (got {timeout!r})")
     options = None
     if check.options is not None:

@@ -216,18 +216,18 @@ def test_a_third_party_check_named_like_a_builtin(install_dist: Any) -> None:
 
 def test_an_entry_point_name_declared_by_two_distributions(install_dist: Any) -> None:
     install_dist({"build": "ssebench_fake_lint"})
-    # Entry points load in name order, ties in sys.path order: the fake one is first on it.
+    # ssebench's own entry points load first, so the newcomer is the one blamed.
     assert plugin_error() == (
-        f'Error loading plugin "build" (ssebench {VERSION}): '
-        'the name is taken by "build" (ssebench-fake 1.0)'
+        'Error loading plugin "build" (ssebench-fake 1.0): '
+        f'the name is taken by "build" (ssebench {VERSION})'
     )
 
 
 def test_one_module_under_two_entry_points(install_dist: Any) -> None:
     install_dist({"again": "ssebench.plugins.build"})
     assert plugin_error() == (
-        f'Error loading plugin "build" (ssebench {VERSION}): '
-        'it is the same plugin as "again" (ssebench-fake 1.0)'
+        'Error loading plugin "again" (ssebench-fake 1.0): '
+        f'it is the same plugin as "build" (ssebench {VERSION})'
     )
 
 
@@ -413,3 +413,14 @@ def test_covered_by_an_earlier_check_is_accepted() -> None:
     covered = lint(covered_by="pocs")
     registry = build_registry(plugins=[Plugin("p", [covered])])
     assert registry.by_key("lint") is covered
+
+
+def test_options_may_not_redefine_the_table_keys() -> None:
+    from pydantic import BaseModel
+
+    class Shadowing(BaseModel):
+        timeout: int = 5
+
+    assert plugin_error(Plugin("p", [lint(options=Shadowing)]), use_entry_points=False) == (
+        "Plugin \"p\": check 'lint': options must not redefine the task.toml keys ['timeout']"
+    )

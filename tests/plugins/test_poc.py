@@ -4,6 +4,7 @@ through the kit, down to a C program with a real heap overflow under AddressSani
 from __future__ import annotations
 
 import dataclasses
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -438,3 +439,17 @@ def test_a_real_heap_overflow_under_asan(ssebench_task) -> None:
         ("PoCs", Status.PASSED, "1 of 1"),
     ]
     assert fixed.case_logs("pocs") == [b""]
+
+
+@pytest.mark.parametrize("pad", [0, 5, _SCAN_CHUNK - 3, _SCAN_CHUNK + 7, 5 * _SCAN_CHUNK])
+def test_log_search_anchors_mean_line_starts_and_ends(tmp_path: Path, pad: int) -> None:
+    """`^` and `$` in an output_regex match at real line boundaries, wherever chunks fall."""
+    log = tmp_path / "case.log"
+    run = CaseRun(exit_code=0, signal=None, timed_out=False, seconds=0.1, log_path=log)
+    anchored = re.compile(rb"(?m)^warning: \w+$")
+    log.write_bytes(b"x" * pad + b" note: warning: unused\n")
+    assert run.log_search(anchored) is False
+    log.write_bytes(b"x" * pad + b"\nwarning: unused\nnext line\n")
+    assert run.log_search(anchored) is True
+    log.write_bytes(b"x" * pad + b"\nwarning: unused")
+    assert run.log_search(anchored) is True

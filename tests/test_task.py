@@ -1,0 +1,319 @@
+"""task.toml: a good file loads whole; a bad one is a one-line ConfigError naming file and key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ssebench.core.registry import build_registry
+from ssebench.core.settings import ConfigError
+from ssebench.daemon.task import DEFAULT_TIMEOUT, Task, find_task_file, load_task
+from ssebench.plugins.poc import PocOptions, TriggeredIf
+
+CHECKS = build_registry().checks
+BY_KEY = {check.key: check for check in CHECKS}
+
+
+def _write(folder: Path, text: str) -> Path:
+    (folder / "src").mkdir(exist_ok=True)
+    path = folder / "task.toml"
+    path.write_text(text)
+    return path
+
+
+def _error(folder: Path, text: str) -> str:
+    path = _write(folder, text)
+    with pytest.raises(ConfigError) as caught:
+        load_task(path, CHECKS)
+    message = str(caught.value)
+    assert "\n" not in message
+    return message
+
+
+GOOD = """\
+source = "src"
+
+[checks.build]
+run = "make -j2"
+timeout = 1800
+
+[checks.pocs]
+cases = ["./rle decode $SSE_TASK_DIR/pocs/crash-1.bin",
+         "./rle decode $SSE_TASK_DIR/pocs/crash-2.bin"]
+timeout = 60
+triggered_if = { sanitizer = false, exit_codes = [3, 4], output_regex = "boom" }
+
+[checks.functional]
+run = "make check"
+timeout = 0.5
+"""
+
+
+def test_a_good_file_loads_whole(tmp_path: Path) -> None:
+    path = _write(tmp_path, GOOD)
+    task = load_task(path, CHECKS)
+    assert task.path == path.resolve()
+    assert task.directory == path.resolve().parent
+    assert task.source == (tmp_path / "src").resolve()
+    assert list(task.checks) == ["build", "pocs", "functional"]
+    build, pocs, functional = task.checks.values()
+    assert (build.check, build.cases, build.timeout, build.options) == (
+        BY_KEY["build"],
+        ("make -j2",),
+        1800.0,
+        None,
+    )
+    assert (pocs.check, pocs.cases, pocs.timeout) == (
+        BY_KEY["pocs"],
+        (
+            "./rle decode $SSE_TASK_DIR/pocs/crash-1.bin",
+            "./rle decode $SSE_TASK_DIR/pocs/crash-2.bin",
+        ),
+        60.0,
+    )
+    assert pocs.options == PocOptions(
+        triggered_if=TriggeredIf(
+            sanitizer=False, signal=True, timeout=True, exit_codes=(3, 4), output_regex="boom"
+        )
+    )
+    assert (functional.cases, functional.timeout) == (("make check",), 0.5)
+    assert isinstance(build.timeout, float)
+
+
+def test_defaults(tmp_path: Path) -> None:
+    path = _write(tmp_path, 'source = "src"\n[checks.pocs]\nrun = "./poc"\n')
+    task = load_task(path, CHECKS)
+    pocs = task.checks["pocs"]
+    assert (pocs.cases, pocs.timeout, pocs.options) == (
+        ("./poc",),
+        DEFAULT_TIMEOUT,
+        PocOptions(triggered_if=TriggeredIf()),
+    )
+    assert DEFAULT_TIMEOUT == 3600.0
+
+
+def test_a_task_without_checks_has_none(tmp_path: Path) -> None:
+    path = _write(tmp_path, 'source = "src"\n')
+    assert load_task(path, CHECKS) == Task(
+        path=path.resolve(), source=(tmp_path / "src").resolve(), checks={}
+    )
+
+
+def test_task_given_as_folder_or_file(tmp_path: Path) -> None:
+    path = _write(tmp_path, GOOD)
+    assert find_task_file(tmp_path) == tmp_path / "task.toml"
+    assert find_task_file(path) == path
+    assert load_task(tmp_path, CHECKS) == load_task(path, CHECKS)
+
+
+def test_a_file_with_another_name(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    path = tmp_path / "other.toml"
+    path.write_text('source = "src"\n')
+    assert load_task(path, CHECKS).path == path.resolve()
+
+
+def test_relative_source_is_from_the_files_folder_not_the_cwd(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    task_dir = tmp_path / "task"
+    (task_dir / "tree" / "project").mkdir(parents=True)
+    (task_dir / "task.toml").write_text('source = "tree/../tree/project"\n')
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "tree" / "project").mkdir(parents=True)
+    monkeypatch.chdir(elsewhere)
+    assert load_task(Path("../task"), CHECKS).source == (task_dir / "tree" / "project").resolve()
+
+
+def test_absolute_source(tmp_path: Path) -> None:
+    tree = tmp_path / "abs-tree"
+    tree.mkdir()
+    folder = tmp_path / "t"
+    folder.mkdir()
+    (folder / "task.toml").write_text(f'source = "{tree}"\n')
+    assert load_task(folder, CHECKS).source == tree.resolve()
+
+
+def test_an_empty_cases_list_is_a_check_with_no_cases(tmp_path: Path) -> None:
+    path = _write(tmp_path, 'source = "src"\n[checks.pocs]\ncases = []\n')
+    assert load_task(path, CHECKS).checks["pocs"].cases == ()
+
+
+def test_not_toml(tmp_path: Path) -> None:
+    path = (tmp_path / "task.toml").resolve()
+    assert _error(tmp_path, 'source = "src\n') == (
+        f"{path}: not valid TOML: Illegal character '\\n' (at line 1, column 14)"
+    )
+
+
+def test_not_utf8(tmp_path: Path) -> None:
+    (tmp_path / "task.toml").write_bytes(b'source = "\xff"\n')
+    with pytest.raises(ConfigError) as caught:
+        load_task(tmp_path, CHECKS)
+    path = (tmp_path / "task.toml").resolve()
+    assert str(caught.value) == (
+        f"{path}: cannot read: 'utf-8' codec can't decode byte 0xff in position 10: "
+        "invalid start byte"
+    )
+
+
+def test_missing_file_in_a_folder(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_task(tmp_path, CHECKS)
+    assert str(caught.value) == f"{(tmp_path / 'task.toml').resolve()}: no such task file"
+
+
+def test_missing_path(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere" / "task.toml"
+    with pytest.raises(ConfigError) as caught:
+        load_task(missing, CHECKS)
+    assert str(caught.value) == f"{missing.resolve()}: no such task file"
+
+
+BAD = [
+    ('source = "src"\nsauce = 1\n', "sauce: unknown key"),
+    ('source = "src"\nzeta = 1\nalpha = 2\n', "alpha: unknown key"),
+    ('[checks.build]\nrun = "make"\n', "source: must be the path of the source tree"),
+    ('source = ""\n', "source: must be the path of the source tree"),
+    ("source = 3\n", "source: must be the path of the source tree"),
+    ('source = "src"\nchecks = 3\n', "checks: must be a table of check tables"),
+    ('source = "src"\n[checks]\nbuild = "make"\n', "checks.build: must be a table"),
+    (
+        'source = "src"\n[checks.lint]\nrun = "x"\n',
+        "checks.lint: unknown check (known: build, pocs, intent, functional)",
+    ),
+    ('source = "src"\n[checks.build]\ncomand = "make"\n', "checks.build.comand: unknown key"),
+    (
+        'source = "src"\n[checks.build]\nrun = "make"\ncomand = "make"\n',
+        "checks.build.comand: unknown key",
+    ),
+    (
+        'source = "src"\n[checks.build]\nrun = "make"\ncases = ["make"]\n',
+        "checks.build.run: give exactly one of 'run' (one case) or 'cases' (a list)",
+    ),
+    (
+        'source = "src"\n[checks.build]\ntimeout = 5\n',
+        "checks.build.run: give exactly one of 'run' (one case) or 'cases' (a list)",
+    ),
+    (
+        'source = "src"\n[checks.pocs]\ncases = "./poc"\n',
+        "checks.pocs.cases: must be a list of commands",
+    ),
+    (
+        'source = "src"\n[checks.pocs]\ncases = ["./poc", ""]\n',
+        "checks.pocs.cases: every command must be a non-empty string",
+    ),
+    (
+        'source = "src"\n[checks.pocs]\ncases = ["./poc", "  "]\n',
+        "checks.pocs.cases: every command must be a non-empty string",
+    ),
+    (
+        'source = "src"\n[checks.pocs]\ncases = ["./poc", 3]\n',
+        "checks.pocs.cases: every command must be a non-empty string",
+    ),
+    (
+        'source = "src"\n[checks.build]\nrun = ""\n',
+        "checks.build.run: every command must be a non-empty string",
+    ),
+    (
+        'source = "src"\n[checks.build]\nrun = ["make"]\n',
+        "checks.build.run: every command must be a non-empty string",
+    ),
+    (
+        'source = "src"\n[checks.build]\nrun = "make"\ntimeout = 0\n',
+        "checks.build.timeout: must be greater than 0 (got 0)",
+    ),
+    (
+        'source = "src"\n[checks.build]\nrun = "make"\ntimeout = -5\n',
+        "checks.build.timeout: must be greater than 0 (got -5)",
+    ),
+    (
+        'source = "src"\n[checks.build]\nrun = "make"\ntimeout = -0.5\n',
+        "checks.build.timeout: must be greater than 0 (got -0.5)",
+    ),
+    (
+        'source = "src"\n[checks.build]\nrun = "make"\ntimeout = inf\n',
+        "checks.build.timeout: must be a finite number of seconds (got inf)",
+    ),
+    (
+        'source = "src"\n[checks.build]\nrun = "make"\ntimeout = nan\n',
+        "checks.build.timeout: must be a finite number of seconds (got nan)",
+    ),
+    (
+        'source = "src"\n[checks.build]\nrun = "make"\ntimeout = "60"\n',
+        "checks.build.timeout: must be a number of seconds (got '60')",
+    ),
+    (
+        'source = "src"\n[checks.build]\nrun = "make"\ntimeout = true\n',
+        "checks.build.timeout: must be a number of seconds (got True)",
+    ),
+    (
+        'source = "src"\n[checks.pocs]\nrun = "./poc"\ntriggered_if = { output_regex = "(" }\n',
+        "checks.pocs.triggered_if.output_regex: not a regular expression: "
+        "missing ), unterminated subpattern at position 0",
+    ),
+    (
+        'source = "src"\n[checks.pocs]\nrun = "./poc"\ntriggered_if = { sanitiser = true }\n',
+        "checks.pocs.triggered_if.sanitiser: Extra inputs are not permitted",
+    ),
+    (
+        'source = "src"\n[checks.pocs]\nrun = "./poc"\ntriggered_if = "always"\n',
+        "checks.pocs.triggered_if: Input should be a valid dictionary or instance of TriggeredIf",
+    ),
+    (
+        'source = "src"\n[checks.pocs]\nrun = "./poc"\ntriggered_if = { exit_codes = 1 }\n',
+        "checks.pocs.triggered_if.exit_codes: Input should be a valid tuple",
+    ),
+    (
+        'source = "src"\n[checks.pocs]\nrun = "./poc"\ntriggered_if = { exit_codes = [1.5] }\n',
+        "checks.pocs.triggered_if.exit_codes.0: Input should be a valid integer",
+    ),
+    (
+        'source = "src"\n[checks.pocs]\nrun = "./poc"\ntriggered_if = { signal = "maybe" }\n',
+        "checks.pocs.triggered_if.signal: Input should be a valid boolean",
+    ),
+    (
+        'source = "src"\n[checks.pocs]\nrun = "./poc"\ntriggered_if = { timeout = "yes" }\n',
+        "checks.pocs.triggered_if.timeout: Input should be a valid boolean",
+    ),
+    (
+        'source = "src"\n[checks.pocs]\nrun = "./poc"\ntriggered_if = { output_regex = 5 }\n',
+        "checks.pocs.triggered_if.output_regex: Input should be a valid string",
+    ),
+    (
+        'source = "src"\n[checks.build]\nrun = "make"\ntriggered_if = { signal = true }\n',
+        "checks.build.triggered_if: unknown key",
+    ),
+    (
+        'source = "src"\n[checks.intent]\nrun = "t"\ntriggered_if = { signal = true }\n',
+        "checks.intent.triggered_if: unknown key",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "problem"), BAD, ids=[problem for _, problem in BAD])
+def test_bad_file(tmp_path: Path, text: str, problem: str) -> None:
+    assert _error(tmp_path, text) == f"{(tmp_path / 'task.toml').resolve()}: {problem}"
+
+
+def test_source_missing(tmp_path: Path) -> None:
+    missing = (tmp_path / "gone").resolve()
+    assert _error(tmp_path, 'source = "gone"\n') == (
+        f"{(tmp_path / 'task.toml').resolve()}: source: {missing} is not a directory"
+    )
+
+
+def test_source_not_a_directory(tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("x")
+    assert _error(tmp_path, 'source = "afile"\n') == (
+        f"{(tmp_path / 'task.toml').resolve()}: source: "
+        f"{(tmp_path / 'afile').resolve()} is not a directory"
+    )
+
+
+def test_the_first_bad_key_of_a_table_is_named_in_file_order(tmp_path: Path) -> None:
+    text = 'source = "src"\n[checks.build]\nzzz = 1\naaa = 2\nrun = "make"\n'
+    assert _error(tmp_path, text) == (
+        f"{(tmp_path / 'task.toml').resolve()}: checks.build.zzz: unknown key"
+    )
