@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -16,6 +17,17 @@ from ssebench.core.registry import PluginError, Registry, build_registry
 from ssebench.core.settings import ConfigError, Settings, load_settings
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+SERVE_HELP = (
+    "serve test_patch over MCP (Streamable HTTP at /mcp) with an embedded daemon (--task), "
+    "or in sidecar mode against a daemon elsewhere (--daemon-url)"
+)
+RUN_HELP = (
+    "the container entrypoint: start the server, wait until it answers, run CMD, stop the "
+    "server, exit with CMD's status"
+)
+CONFIG_HELP = "print the ready-to-paste registration of the ssebench MCP server for an agent"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -55,7 +67,44 @@ def build_parser() -> argparse.ArgumentParser:
     daemon.add_argument(
         "--difficulty", type=_level_flag, help="level 0-4 (default: SSE_DIFFICULTY or 2)"
     )
+    _serve_flags(sub.add_parser("serve", help=SERVE_HELP, description=SERVE_HELP))
+    run = sub.add_parser("run", help=RUN_HELP, description=RUN_HELP)
+    _serve_flags(run)
+    run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD...")
+    config = sub.add_parser("mcp-config", help=CONFIG_HELP, description=CONFIG_HELP)
+    config.add_argument("agent", choices=("claude", "codex", "json"))
     return parser
+
+
+def _serve_flags(cmd: argparse.ArgumentParser) -> None:
+    where = cmd.add_mutually_exclusive_group()
+    where.add_argument("--task", type=Path, help="task folder or its task.toml (embedded daemon)")
+    where.add_argument(
+        "--daemon-url", help="sidecar mode: the daemon's URL, no embedded daemon (SSE_DAEMON_URL)"
+    )
+    cmd.add_argument(
+        "--daemon-api",
+        choices=("auto", "ssebench", "upstream"),
+        help="sidecar mode: the daemon's API (default auto: whichever answers)",
+    )
+    cmd.add_argument("--host", default="127.0.0.1", help="MCP address (default 127.0.0.1)")
+    cmd.add_argument("--port", type=int, default=3000, help="MCP port (default 3000)")
+    cmd.add_argument(
+        "--daemon-port", type=int, default=3001, help="embedded daemon's port on 127.0.0.1"
+    )
+    cmd.add_argument(
+        "--difficulty", type=_level_flag, help="level 0-4 (default: SSE_DIFFICULTY or 2)"
+    )
+    cmd.add_argument(
+        "--allow-remote", action="store_true", help="allow a --host that is not loopback"
+    )
+    cmd.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="another Host header to accept, e.g. a container name (repeatable)",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -179,9 +228,138 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _is_loopback(host: str) -> bool:
+    import ipaddress
+
+    try:
+        return host == "localhost" or ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def _serve_plan(args: argparse.Namespace) -> tuple[Settings, Registry, Any]:
+    """Everything serve checks before it binds: settings, plugins, task, address. One line each."""
+    from ssebench.core.connect import daemon_location
+    from ssebench.daemon.task import load_task
+
+    settings, registry = _setup(
+        args, SSE_DIFFICULTY=args.difficulty, SSE_DAEMON_URL=args.daemon_url
+    )
+    task = None
+    if args.task is not None:
+        if args.daemon_api is not None:
+            raise ConfigError("--daemon-api is for sidecar mode; --task runs our own daemon")
+        task = load_task(args.task, registry.checks)
+    elif daemon_location(settings.daemon_url) is None:
+        raise ConfigError(
+            "serve needs --task DIR (embedded daemon), or a daemon to talk to: --daemon-url URL, "
+            "SSE_DAEMON_URL, SSE_DAEMON_SOCKET or SSE_AGENT_DOCKER"
+        )
+    elif settings.daemon_url and not settings.daemon_url.startswith(("http://", "https://")):
+        raise ConfigError(f"SSE_DAEMON_URL must be an http:// URL (got {settings.daemon_url!r})")
+    if not _is_loopback(args.host) and not args.allow_remote:
+        raise ConfigError(
+            f"--host {args.host} is not a loopback address; pass --allow-remote to expose "
+            "test_patch beyond this machine"
+        )
+    return settings, registry, task
+
+
+class _LevelPrefix(logging.Formatter):
+    """`ssebench: warning: ...`, `ssebench: error: ...`, like the CLI's own one-line messages."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        prefix = "" if record.levelno < logging.WARNING else f"{record.levelname.lower()}: "
+        return f"ssebench: {prefix}{super().format(record)}"
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from ssebench.core import server
+
+    settings, registry, task = _serve_plan(args)
+    # Causes of internal failures go to our stderr, never to the agent; library chatter stays out.
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_LevelPrefix())
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
+    logging.getLogger("ssebench").setLevel(logging.INFO)
+    if not _is_loopback(args.host):
+        print(
+            f"ssebench: warning: serving test_patch on {args.host}, reachable from other "
+            "machines; the Host and Origin checks stay on (--allowed-host adds names)",
+            file=sys.stderr,
+        )
+    where = f"task {task.path}" if task is not None else "sidecar mode"
+    url = f"http://{_url_host(args.host)}:{args.port}{server.MCP_PATH}"
+    listen = [(args.host, args.port)] + ([("127.0.0.1", args.daemon_port)] if task else [])
+    sockets = []
+    for host, port in listen:
+        try:
+            sockets.append(server.bind(host, port))
+        except OSError as exc:
+            for sock in sockets:
+                sock.close()
+            raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    asyncio.run(
+        server.serve_test_patch(
+            registry=registry,
+            level=settings.difficulty,
+            log_dir=settings.log_dir,
+            task=task,
+            sockets=sockets,
+            daemon_api=args.daemon_api or "auto",
+            daemon_url=settings.daemon_url,
+            allowed_hosts=args.allowed_host,
+            ready=f"ssebench: serving test_patch at {url} "
+            f"(difficulty {settings.difficulty}, {where})",
+        )
+    )
+    return EXIT_OK
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import os
+
+    from ssebench.core import entrypoint
+
+    command = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    if not command:
+        raise ConfigError("run needs a command after --, e.g. ssebench run --task DIR -- agent")
+    # The server would refuse the same settings, but checking here never starts it at all.
+    settings, _, _ = _serve_plan(args)
+    serve_argv = [
+        *(["--task", str(args.task)] if args.task else []),
+        *(["--daemon-url", args.daemon_url] if args.daemon_url else []),
+        *(["--daemon-api", args.daemon_api] if args.daemon_api else []),
+        *["--host", args.host, "--port", str(args.port), "--daemon-port", str(args.daemon_port)],
+        *(["--allow-remote"] if args.allow_remote else []),
+        *(arg for name in args.allowed_host for arg in ("--allowed-host", name)),
+    ]
+    env = dict(os.environ)
+    if args.difficulty is not None:
+        env["SSE_DIFFICULTY"] = args.difficulty
+    # An unspecified address listens on loopback too; the guard accepts 127.0.0.1 as Host.
+    probe = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(args.host, args.host)
+    url = f"http://{_url_host(probe)}:{args.port}/mcp"
+    return entrypoint.run(serve_argv, command, url, settings.mcp_timeout, env)
+
+
+def cmd_mcp_config(args: argparse.Namespace) -> int:
+    from ssebench.core.entrypoint import registration
+
+    print(registration(args.agent))
+    return EXIT_OK
+
+
 COMMANDS = {
     "check": cmd_check,
     "grade": cmd_grade,
     "plugins": cmd_plugins,
     "daemon": cmd_daemon,
+    "serve": cmd_serve,
+    "run": cmd_run,
+    "mcp-config": cmd_mcp_config,
 }

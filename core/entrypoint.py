@@ -1,0 +1,186 @@
+"""The container entrypoint (`ssebench run`) and the registration an agent pastes in.
+
+`run` starts `ssebench serve` as a child, waits until the MCP endpoint answers a real
+`initialize`, then runs the agent's command with our standard streams and exits with its status.
+The server has its own session, so a Ctrl+C at a terminal reaches the agent and not the server;
+the server's stdout goes to our stderr, so the agent's stdout carries only the agent's output.
+
+Exit statuses: CMD's own (128+N when signal N ended it); 2 when the server cannot start (its
+one-line error is already on stderr) and CMD never runs; 3 when the server did not answer within
+SSE_MCP_TIMEOUT seconds, also without running CMD; 127 when CMD cannot be found.
+
+SIGTERM and SIGINT go on to CMD; when CMD ends, however it ends, the server gets SIGTERM, which
+stops a running call (and its process group) before the server exits. `--difficulty` reaches the
+server and daemon through SSE_DIFFICULTY; CMD sees the environment we were given, unchanged.
+As PID 1 of a container, run under an init that reaps orphans (`docker run --init`): we wait
+only for our own two children.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from types import FrameType
+
+import httpx
+
+EXIT_SERVER_FAILED = 2
+EXIT_WAIT_RAN_OUT = 3
+POLL_SECONDS = 0.1
+STOP_GRACE = 5.0
+PUBLIC_URL = "http://localhost:3000/mcp"
+NAME = "ssebench"
+CODEX_TOOL_TIMEOUT = 3600
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "ssebench-run", "version": "1"},
+    },
+}
+
+
+def registration(agent: str, url: str = PUBLIC_URL) -> str:
+    """What `ssebench mcp-config` prints: ready to paste, one form per kind of agent."""
+    if agent == "claude":
+        return f"claude mcp add {NAME} {url} --transport http --scope user"
+    if agent == "codex":
+        return (
+            f"# ~/.codex/config.toml: a test_patch call runs a full build and test cycle\n"
+            f"[mcp_servers.{NAME}]\n"
+            f'url = "{url}"\n'
+            f"tool_timeout_sec = {CODEX_TOOL_TIMEOUT}"
+        )
+    return json.dumps({"mcpServers": {NAME: {"type": "http", "url": url}}}, indent=2)
+
+
+def answers_initialize(client: httpx.Client, url: str) -> bool:
+    """True once the endpoint completes an MCP handshake; the session is closed right after."""
+    try:
+        response = client.post(
+            url,
+            json=INITIALIZE,
+            headers={"Accept": "application/json, text/event-stream"},
+        )
+    except httpx.HTTPError:
+        return False
+    if response.status_code != 200 or '"protocolVersion"' not in response.text:
+        return False
+    session = response.headers.get("mcp-session-id")
+    if session:
+        with contextlib.suppress(httpx.HTTPError):
+            client.delete(url, headers={"mcp-session-id": session})
+    return True
+
+
+def wait_for_server(server: subprocess.Popen[bytes], url: str, timeout: float) -> int | None:
+    """None once the server answers; otherwise the exit status `run` should end with."""
+    deadline = time.monotonic() + timeout
+    with httpx.Client(timeout=2.0, trust_env=False) as client:
+        while True:
+            if server.poll() is not None:
+                return EXIT_SERVER_FAILED
+            if answers_initialize(client, url):
+                return None
+            if time.monotonic() >= deadline:
+                print(
+                    f"ssebench: error: the MCP server did not answer at {url} within "
+                    f"{timeout:g} s (SSE_MCP_TIMEOUT); not starting the command",
+                    file=sys.stderr,
+                )
+                return EXIT_WAIT_RAN_OUT
+            time.sleep(POLL_SECONDS)
+
+
+def stop(server: subprocess.Popen[bytes]) -> None:
+    """SIGTERM lets the server cancel a running call (its daemon kills the case); then SIGKILL."""
+    if server.poll() is None:
+        server.terminate()
+        try:
+            server.wait(STOP_GRACE)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def _status(returncode: int) -> int:
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def run_command(command: Sequence[str]) -> int:
+    """Run CMD in our process group with our streams, forwarding SIGINT and SIGTERM to it.
+
+    A terminal's Ctrl+C already reaches CMD when we are the terminal's foreground group, so
+    SIGINT is forwarded only when it cannot have come from there: no double interrupt.
+    """
+    try:
+        child = subprocess.Popen(list(command))
+    except OSError as exc:
+        print(f"ssebench: error: cannot run {command[0]!r}: {exc.strerror}", file=sys.stderr)
+        return 127 if isinstance(exc, FileNotFoundError) else 126
+
+    def forward(signum: int, frame: FrameType | None) -> None:
+        if signum == signal.SIGINT and _terminal_foreground():
+            return
+        if child.poll() is None:
+            child.send_signal(signum)
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return _status(child.wait())
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _terminal_foreground() -> bool:
+    try:
+        return os.tcgetpgrp(sys.stdin.fileno()) == os.getpgrp()
+    except (OSError, ValueError):
+        return False
+
+
+class _Terminated(Exception):
+    """SIGTERM before CMD started: unwind so the server is stopped, not orphaned."""
+
+
+def _raise_terminated(signum: int, frame: FrameType | None) -> None:
+    raise _Terminated
+
+
+def run(
+    serve_argv: Sequence[str],
+    command: Sequence[str],
+    url: str,
+    timeout: float,
+    env: dict[str, str],
+) -> int:
+    """Start the server, wait for it, run CMD, stop the server; CMD's status comes back."""
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    server = subprocess.Popen(
+        [sys.executable, "-c", "from ssebench.core.cli import main; main()", "serve", *serve_argv],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=sys.stderr.fileno(),
+        start_new_session=True,  # a terminal's Ctrl+C is for the agent, not for the server
+    )
+    try:
+        failed = wait_for_server(server, url, timeout)
+        if failed is not None:
+            return failed
+        return run_command(command)
+    except _Terminated:
+        return 128 + signal.SIGTERM
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        stop(server)

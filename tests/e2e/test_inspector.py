@@ -1,0 +1,70 @@
+"""The MCP Inspector's CLI, a client we did not write, lists and calls test_patch.
+
+Needs npx and the npm registry; skipped with the reason when the Inspector cannot be
+installed within two minutes. Its CLI gives up on a call after 60 s, so the task is short.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from typing import Any
+
+import pytest
+
+from .conftest import check_text
+
+pytestmark = pytest.mark.timeout(300)
+
+INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
+INSTALL_SECONDS = 120
+
+
+@pytest.fixture(scope="module")
+def npx() -> str:
+    found = shutil.which("npx")
+    if found is None:
+        pytest.skip("npx is not installed, so the MCP Inspector CLI cannot run")
+    npm = shutil.which("npm") or "npm"
+    try:
+        # Installs into npx's cache without starting the Inspector.
+        done = subprocess.run(
+            [npm, "exec", "--yes", f"--package={INSPECTOR}", "--", "node", "-e", "0"],
+            capture_output=True,
+            text=True,
+            timeout=INSTALL_SECONDS,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.skip(f"installing {INSPECTOR} took over {INSTALL_SECONDS} s (npm unreachable?)")
+    if done.returncode != 0:
+        errors = [
+            line.removeprefix("npm error ").strip()
+            for line in done.stderr.splitlines()
+            if line.startswith("npm error") and "complete log" not in line
+        ]
+        reason = "; ".join(errors[:2]) or f"npm exited {done.returncode}"
+        pytest.skip(f"cannot install {INSPECTOR} with npm: {reason}")
+    return found
+
+
+def _inspect(npx: str, url: str, *method: str) -> Any:
+    done = subprocess.run(
+        [npx, "-y", INSPECTOR, "--cli", url, "--transport", "http", "--method", *method],
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_inspector_lists_and_calls_test_patch(npx: str, shared_servers: Any) -> None:
+    server = shared_servers("failing", 2)
+    listed = _inspect(npx, server.url, "tools/list")
+    assert [tool["name"] for tool in listed["tools"]] == ["test_patch"]
+    assert listed["tools"][0]["annotations"]["readOnlyHint"] is True
+    called = _inspect(npx, server.url, "tools/call", "--tool-name", "test_patch")
+    assert called["content"] == [{"type": "text", "text": check_text(server.task, 2, server.env)}]
+    assert "structuredContent" not in called
+    assert called.get("isError") is False
