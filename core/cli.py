@@ -7,7 +7,6 @@ import asyncio
 import json
 import logging
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -43,6 +42,12 @@ def _level_flag(raw: str) -> str:
     return raw
 
 
+GRADE_HELP = (
+    "the evaluator's run: every check the task has, whatever the level, functional tests "
+    "included; JSON on stdout; exit 0 when resolved"
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="ssebench", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -57,7 +62,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--difficulty", type=_level_flag, help="level 0-4 (default: SSE_DIFFICULTY or 2)"
     )
     check.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    task_command("grade", "the evaluator's run: every check the task has; JSON on stdout")
+    grade = sub.add_parser("grade", help=GRADE_HELP, description=GRADE_HELP)
+    where = grade.add_mutually_exclusive_group()
+    where.add_argument("--task", type=Path, help="task folder or its task.toml")
+    where.add_argument("--daemon-url", help="grade through a running daemon instead")
+    grade.add_argument(
+        "--daemon-api",
+        choices=("auto", "ssebench", "upstream"),
+        default="auto",
+        help="with --daemon-url: the daemon's API (default auto: whichever answers)",
+    )
+    grade.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     sub.add_parser(
         "plugins", help="list the discovered checks", description="list the discovered checks"
     )
@@ -136,40 +151,31 @@ def _stderr_progress(quiet: bool) -> Any:
     return progress
 
 
-async def _with_local_daemon(
-    task_path: Path, registry: Registry, level: int | None, job: Any
-) -> Any:
-    """The real daemon app in-process through httpx's ASGI transport: same HTTP path, no port."""
-    import httpx
-
-    from ssebench.core.client import HttpDaemon
-    from ssebench.daemon.app import create_app
-    from ssebench.daemon.task import load_task
-
-    task = load_task(task_path, registry.checks)
-    with tempfile.TemporaryDirectory(prefix="ssebench-logs-") as spool:
-        app = create_app(task, registry, level, spool=Path(spool))
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://daemon") as client:
-            return await job(HttpDaemon(client))
-
-
 def cmd_check(args: argparse.Namespace) -> int:
+    from ssebench.core.connect import local_daemon
     from ssebench.core.orchestrator import run_test_patch
     from ssebench.core.report import HEADLINE, INTERNAL_FAILURE
 
     settings, registry = _setup(args, SSE_DIFFICULTY=args.difficulty)
 
-    async def job(daemon: Any) -> str:
-        return await run_test_patch(
-            registry.checks,
-            settings.difficulty,
-            daemon,
-            settings.log_dir,
-            progress=_stderr_progress(args.quiet),
-        )
+    async def job() -> str:
+        async with local_daemon(args.task, registry, settings.difficulty) as daemon:
+            return await run_test_patch(
+                registry.checks,
+                settings.difficulty,
+                daemon,
+                settings.log_dir,
+                progress=_stderr_progress(args.quiet),
+            )
 
-    text = asyncio.run(_with_local_daemon(args.task, registry, settings.difficulty, job))
+    try:
+        text = asyncio.run(job())
+    except (ConfigError, PluginError):
+        raise
+    except Exception as exc:
+        # What test_patch would answer; the cause is ours to read, on stderr.
+        print(f"ssebench: internal testing failure: {type(exc).__name__}: {exc}", file=sys.stderr)
+        text = INTERNAL_FAILURE
     print(text)
     if text == INTERNAL_FAILURE:
         return EXIT_INTERNAL
@@ -177,21 +183,36 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
-    from ssebench.core.client import DaemonError
+    from ssebench.core.connect import local_daemon, open_daemon, unsupported_warning
     from ssebench.core.grade import grade_json
     from ssebench.core.orchestrator import run_checks
 
-    _, registry = _setup(args)
+    settings, registry = _setup(args)
+    if args.task is None and args.daemon_url is None and settings.daemon_url is None:
+        raise ConfigError("grade needs --task DIR, or --daemon-url URL for a running daemon")
+    progress = _stderr_progress(args.quiet)
 
-    async def job(daemon: Any) -> Any:
-        return await run_checks(
-            registry.checks, None, daemon, coverage=False, progress=_stderr_progress(False)
-        )
+    async def job() -> Any:
+        if args.task is not None:
+            async with local_daemon(args.task, registry, None) as daemon:
+                return await run_checks(
+                    registry.checks, None, daemon, coverage=False, progress=progress
+                )
+        url = args.daemon_url or settings.daemon_url
+        async with open_daemon(args.daemon_api, url, grading=True) as remote:
+            print(f"ssebench: daemon: {remote.description}", file=sys.stderr)
+            if names := remote.unsupported(registry.checks):
+                print(f"ssebench: warning: {unsupported_warning(names)}", file=sys.stderr)
+            return await run_checks(
+                registry.checks, None, remote, coverage=False, progress=progress
+            )
 
     try:
-        outcome = asyncio.run(_with_local_daemon(args.task, registry, None, job))
-    except DaemonError as exc:
-        print(f"ssebench: internal testing failure: {exc}", file=sys.stderr)
+        outcome = asyncio.run(job())
+    except (ConfigError, PluginError):
+        raise
+    except Exception as exc:
+        print(f"ssebench: internal testing failure: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_INTERNAL
     answer = grade_json(outcome)
     print(json.dumps(answer, indent=2))

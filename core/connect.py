@@ -11,8 +11,10 @@ import asyncio
 import contextlib
 import logging
 import os
+import tempfile
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 from pydantic import BaseModel, ValidationError
@@ -20,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 from ssebench.core.check import CaseResult, Check
 from ssebench.core.client import Daemon, DaemonError, HttpDaemon
 from ssebench.core.protocol import API_PREFIX, Health
+from ssebench.core.registry import Registry
 from ssebench.core.settings import ConfigError
 from ssebench.core.upstream import UpstreamDaemon, Version, describe_error, unsupported_checks
 
@@ -200,3 +203,24 @@ async def open_daemon(
         connection = DaemonConnection(client, location, api, grading=grading)
         await connection.start()
         yield connection
+
+
+@contextlib.asynccontextmanager
+async def local_daemon(
+    task_path: Path, registry: Registry, level: int | None
+) -> AsyncIterator[HttpDaemon]:
+    """Our daemon app in-process, reached over the same HTTP API without a port.
+
+    `ssebench check`, `ssebench grade` and the testing kit all run through here, so they
+    exercise the daemon's real routes, level gate and streaming logs.
+    """
+    from ssebench.core.asgi import StreamingASGITransport
+    from ssebench.daemon.app import create_app
+    from ssebench.daemon.task import load_task
+
+    task = load_task(task_path, registry.checks)
+    with tempfile.TemporaryDirectory(prefix="ssebench-spool-") as spool:
+        app = create_app(task, registry, level, spool=Path(spool))
+        transport = StreamingASGITransport(app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://daemon") as client:
+            yield HttpDaemon(client)

@@ -2,7 +2,7 @@
 
 Also a pytest plugin (entry point `pytest11`): the `ssebench_task` fixture makes tasks in
 the test's tmp_path. The same code path as `ssebench check`: the daemon's HTTP app behind
-httpx's ASGI transport, the orchestrator, the report.
+an in-process streaming transport, the orchestrator, the report.
 """
 
 from __future__ import annotations
@@ -15,15 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
-from ssebench.core.asgi import StreamingASGITransport
 from ssebench.core.check import CaseResult, Check, CheckOutcome
 from ssebench.core.client import HttpDaemon
+from ssebench.core.connect import local_daemon
 from ssebench.core.orchestrator import Outcome, run_checks, run_test_patch
 from ssebench.core.registry import Registry, build_registry
-from ssebench.daemon.app import create_app
 from ssebench.daemon.task import load_task
 
 Table = str | Sequence[str] | Mapping[str, Any]
@@ -75,12 +73,8 @@ class TaskHandle:
         return found
 
     async def _with_daemon(self, level: int | None, job: Callable[[HttpDaemon], Any]) -> Any:
-        task = load_task(self.path, self.registry.checks)
-        with tempfile.TemporaryDirectory(prefix="ssebench-spool-") as spool:
-            app = create_app(task, self.registry, level, spool=Path(spool))
-            transport = StreamingASGITransport(app)
-            async with httpx.AsyncClient(transport=transport, base_url="http://daemon") as client:
-                return await job(HttpDaemon(client))
+        async with local_daemon(self.path, self.registry, level) as daemon:
+            return await job(daemon)
 
     def report(self, level: int) -> str:
         """Exactly what test_patch returns at `level`."""
