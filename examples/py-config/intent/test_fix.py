@@ -53,7 +53,10 @@ class CommandLineTest(unittest.TestCase):
             path.write_text("[a]\nx = ${y}\ny = ${x}\n")
             result = subprocess.run(
                 [sys.executable, "-m", "cfgparse", str(path)],
-                cwd=SOURCE, capture_output=True, text=True, timeout=30,
+                cwd=SOURCE,
+                capture_output=True,
+                text=True,
+                timeout=30,
             )
         # Report only the verdict, not the program's output.
         self.assertEqual(result.returncode, 2, "expected exit status 2")
