@@ -25,7 +25,7 @@ from starlette.routing import Route
 from ssebench.core.check import CaseRun, Check
 from ssebench.core.protocol import API_PREFIX, CaseAnswer, CheckInfo, CheckList, Health
 from ssebench.core.registry import Registry
-from ssebench.daemon.runner import RunnerError, run_command
+from ssebench.daemon.runner import RunnerError, disown_folder, own_folder, run_command
 from ssebench.daemon.task import DEFAULT_TIMEOUT, Task
 
 log = logging.getLogger("ssebench.daemon")
@@ -114,9 +114,16 @@ class Daemon:
             log_path = self.spool / f"{log_id}.log"
             old = self.latest.pop((key, index), None)
             if old is not None:
-                self.logs.pop(old).unlink(missing_ok=True)
+                with contextlib.suppress(OSError):  # gone with its folder, say
+                    self.logs.pop(old).unlink(missing_ok=True)
             self.logs[log_id] = log_path
             self.latest[(key, index)] = log_id
+            # A temp cleaner may have removed the spool of a long-lived daemon: make it again,
+            # or every later run would fail to open its log.
+            try:
+                self.spool.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise RunnerError(f"cannot make the log folder {self.spool}: {exc}") from exc
             finished = await run_command(
                 table.cases[index],
                 cwd=self.task.source,
@@ -152,8 +159,13 @@ class Daemon:
             return self._withheld(check)
         return _error(404, "no such route")
 
+    def log_path(self, log_id: str) -> Path | None:
+        """Where a log is spooled: for the route, and for a server in this same process, which
+        then reads it from disk instead of over HTTP (HttpDaemon's `local_logs`)."""
+        return self.logs.get(log_id)
+
     async def log(self, request: Request) -> Response:
-        path = self.logs.get(request.path_params["log_id"])
+        path = self.log_path(request.path_params["log_id"])
         if path is None or not path.exists():
             return _error(404, "no such log")
         return FileResponse(path, media_type="application/octet-stream")
@@ -173,6 +185,9 @@ def create_app(
     assert spool_dir is not None
     daemon = Daemon(task, registry, level, spool_dir)
 
+    if owned:
+        own_folder(spool_dir)  # gone even if we are killed
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         try:
@@ -180,6 +195,7 @@ def create_app(
         finally:
             if owned:
                 shutil.rmtree(spool_dir, ignore_errors=True)
+                disown_folder(spool_dir)
 
     routes = [
         Route(f"{API_PREFIX}/health", daemon.health),

@@ -3,6 +3,11 @@
 stdout and stderr share one open file, so the log keeps the order they were written in and is
 never held in memory. Because no pipe is involved, a background child that keeps the output
 open cannot hang the check: we wait for the shell alone, then kill whatever is left of its group.
+
+The shell's end is awaited through a pidfd on the event loop, not asyncio's child watcher,
+which in Python 3.11 starts a thread for every process. A running group is also registered
+with a guard process, which kills it if this process dies first (SIGKILL leaves no chance to
+clean up), so a killed daemon leaves no command running behind it, nor its spool of logs.
 """
 
 from __future__ import annotations
@@ -11,12 +16,14 @@ import asyncio
 import contextlib
 import os
 import signal
+import subprocess
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 GRACE_SECONDS = 1.0
+_POLL_SECONDS = 0.01  # only where pidfd_open is missing (Linux before 5.3)
 
 
 class RunnerError(Exception):
@@ -31,6 +38,109 @@ class Finished:
     seconds: float
 
 
+# Reads "+ PGID" / "- PGID" and "d+ DIR" / "d- DIR" lines; at end of input, which comes when
+# every copy of the write end is closed (our process died), it kills the groups and removes
+# the folders still registered.
+_GUARD_SCRIPT = """
+declare -A groups dirs
+while IFS= read -r line; do
+  case "$line" in
+    "+ "*) groups[${line#+ }]=1 ;;
+    "- "*) unset "groups[${line#- }]" ;;
+    "d+ "*) dirs[${line#d+ }]=1 ;;
+    "d- "*) unset "dirs[${line#d- }]" ;;
+  esac
+done
+for id in "${!groups[@]}"; do kill -KILL -- "-$id" 2>/dev/null; done
+for dir in "${!dirs[@]}"; do rm -rf -- "$dir"; done
+"""
+
+
+class _Guard:
+    """The process-wide guard: started on first use, ends when its pipe closes with us.
+
+    It runs in its own session with no output, so neither a terminal's signals nor a reader
+    of our stdout ever waits on it. What is registered is also kept here, so a guard that had
+    to be started again (it was killed, or we are a forked child) learns all of it. It is best
+    effort: a guard that cannot start or stalls costs the protection, never a run.
+    """
+
+    def __init__(self) -> None:
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._pipe: int | None = None
+        self._pid = 0  # the process that started the guard
+        self._lines: set[str] = set()
+
+    def add(self, pgid: int) -> None:
+        self._register(f"+ {pgid}", f"- {pgid}")
+
+    def remove(self, pgid: int) -> None:
+        self._register(f"- {pgid}", f"+ {pgid}")
+
+    def own(self, folder: Path) -> None:
+        """Remove `folder` if we die without doing it ourselves."""
+        if "\n" not in str(folder):
+            self._register(f"d+ {folder}", f"d- {folder}")
+
+    def disown(self, folder: Path) -> None:
+        if "\n" not in str(folder):
+            self._register(f"d- {folder}", f"d+ {folder}")
+
+    def _register(self, line: str, undone: str) -> None:
+        if undone in self._lines:
+            self._lines.discard(undone)
+        elif line.startswith(("+", "d+")):
+            self._lines.add(line)
+        else:
+            return  # never registered: nothing to tell
+        alive = self._proc is not None and self._proc.poll() is None
+        if alive and self._pipe is not None and self._pid == os.getpid():
+            self._write(f"{line}\n")
+        elif self._lines:
+            self._start()
+
+    def _write(self, text: str) -> None:
+        if self._pipe is not None:
+            with contextlib.suppress(OSError):
+                os.write(self._pipe, text.encode())
+
+    def _start(self) -> None:
+        if self._pipe is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._pipe)  # in a forked child, the parent's copy: it is not ours
+        self._pipe = None
+        read_end, write_end = os.pipe()
+        try:
+            self._proc = subprocess.Popen(
+                ["bash", "-c", _GUARD_SCRIPT],
+                stdin=read_end,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except OSError:
+            os.close(write_end)
+            return
+        finally:
+            os.close(read_end)
+        os.set_blocking(write_end, False)  # a stalled guard must not block the event loop
+        self._pipe = write_end
+        self._pid = os.getpid()
+        self._write("".join(f"{line}\n" for line in sorted(self._lines)))
+
+
+_GUARD = _Guard()
+
+
+def own_folder(folder: Path) -> None:
+    """The daemon's spool: removed by the guard should this process die before removing it."""
+    _GUARD.own(folder)
+
+
+def disown_folder(folder: Path) -> None:
+    _GUARD.disown(folder)
+
+
 def _killpg(pgid: int, sig: int) -> bool:
     """Signal a whole group; False once no member is left."""
     try:
@@ -40,15 +150,41 @@ def _killpg(pgid: int, sig: int) -> bool:
     return True
 
 
-async def _stop_group(proc: asyncio.subprocess.Process, grace: float) -> None:
+async def _wait(proc: subprocess.Popen[bytes]) -> int:
+    """The shell's exit status once it ended (reaped), without a thread."""
+    if proc.returncode is not None:
+        return proc.returncode
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        while proc.poll() is None:
+            await asyncio.sleep(_POLL_SECONDS)
+        return proc.returncode  # type: ignore[return-value]
+    loop = asyncio.get_running_loop()
+    ended = loop.create_future()
+
+    def readable() -> None:
+        if not ended.done():
+            ended.set_result(None)
+
+    loop.add_reader(pidfd, readable)
+    try:
+        await ended
+    finally:
+        loop.remove_reader(pidfd)
+        os.close(pidfd)
+    return proc.wait()  # a zombie now: reaped at once
+
+
+async def _stop_group(proc: subprocess.Popen[bytes], grace: float) -> None:
     """SIGTERM the group; SIGKILL what is left once the shell ended or `grace` seconds passed."""
     if _killpg(proc.pid, signal.SIGTERM):
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(proc.wait(), grace)
+            await asyncio.wait_for(_wait(proc), grace)
         _killpg(proc.pid, signal.SIGKILL)
     # Reap the shell (bounded: a process stuck in the kernel must not hang us).
     with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(proc.wait(), grace)
+        await asyncio.wait_for(_wait(proc), grace)
 
 
 async def run_command(
@@ -64,27 +200,26 @@ async def run_command(
     started = time.monotonic()
     try:
         with log_path.open("wb") as log:
-            proc = await asyncio.create_subprocess_exec(
-                "bash",
-                "-c",
-                command,
+            proc = subprocess.Popen(
+                ["bash", "-c", command],
                 cwd=str(cwd),  # an error then names it as a path, not PosixPath(...)
                 env=dict(env),
-                stdin=asyncio.subprocess.DEVNULL,
+                stdin=subprocess.DEVNULL,
                 stdout=log,
-                stderr=asyncio.subprocess.STDOUT,
+                stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
     except OSError as exc:
         raise RunnerError(f"cannot start {command!r} in {cwd}: {exc}") from exc
+    _GUARD.add(proc.pid)
     timed_out = False
     try:
         try:
-            await asyncio.wait_for(proc.wait(), timeout)
+            await asyncio.wait_for(_wait(proc), timeout)
         except TimeoutError:
             timed_out = True
             await _stop_group(proc, grace)
-            await proc.wait()
+            await _wait(proc)
     except BaseException:
         # Cancelled (the caller went away): the group is stopped before we let go. The stop is
         # awaited, shielded, rather than left to a timer that a closing loop (asyncio.run)
@@ -92,9 +227,11 @@ async def run_command(
         with contextlib.suppress(BaseException):
             await asyncio.shield(_stop_group(proc, grace))
         _killpg(proc.pid, signal.SIGKILL)
+        _GUARD.remove(proc.pid)
         raise
     # Leftovers (background children) belong to a finished case: they go.
     _killpg(proc.pid, signal.SIGKILL)
+    _GUARD.remove(proc.pid)
     seconds = time.monotonic() - started
     code = proc.returncode
     assert code is not None
