@@ -6,8 +6,10 @@ becomes a DaemonError, which the edge turns into the spec's internal-failure tex
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Protocol
+import os
+from collections.abc import AsyncIterator, Callable, Sequence
+from pathlib import Path
+from typing import BinaryIO, Protocol
 
 import httpx
 from pydantic import BaseModel, ValidationError
@@ -40,10 +42,20 @@ class Daemon(Protocol):
 
 
 class HttpDaemon:
-    """Our own daemon (DESIGN's /v1 API), over any httpx transport: TCP, or ASGI in-process."""
+    """Our own daemon (DESIGN's /v1 API), over any httpx transport: TCP, or ASGI in-process.
 
-    def __init__(self, client: httpx.AsyncClient) -> None:
+    `local_logs`, given when the daemon app runs in this very process, maps a log id to the
+    file the daemon spooled it to: a long log is then saved by the kernel instead of streamed.
+    """
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        *,
+        local_logs: Callable[[str], Path | None] | None = None,
+    ) -> None:
         self.client = client
+        self.local_logs = local_logs
         self.timeouts: dict[str, float] = {}
 
     async def _get(self, path: str, model: type[BaseModel]) -> BaseModel:
@@ -117,6 +129,36 @@ class HttpDaemon:
             raise DaemonError(f"GET {path}: {_describe(exc)}") from exc
         if received != result.log_size:
             raise DaemonError(f"GET {path}: got {received} of {result.log_size} bytes")
+
+    def open_local_logs(self, results: Sequence[CaseResult]) -> list[BinaryIO] | None:
+        """The cases' logs as open files, or None to stream them over HTTP instead.
+
+        None when the daemon is not in this process, or a log is not (or no longer) there:
+        the HTTP route then answers for it, with the error a missing log deserves.
+        """
+        if self.local_logs is None:
+            return None
+        files: list[BinaryIO] = []
+        try:
+            for result in results:
+                path = self.local_logs(result.log_id)
+                if path is None:
+                    break
+                files.append(path.open("rb"))
+                size = os.fstat(files[-1].fileno()).st_size
+                if size != result.log_size:
+                    raise DaemonError(f"log {result.log_id}: {size} bytes, not {result.log_size}")
+            else:
+                return files
+        except OSError:
+            pass
+        except BaseException:
+            for file in files:
+                file.close()
+            raise
+        for file in files:
+            file.close()
+        return None
 
 
 def _one_line(text: str) -> str:

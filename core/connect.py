@@ -223,4 +223,4 @@ async def local_daemon(
         app = create_app(task, registry, level, spool=Path(spool))
         transport = StreamingASGITransport(app)
         async with httpx.AsyncClient(transport=transport, base_url="http://daemon") as client:
-            yield HttpDaemon(client)
+            yield HttpDaemon(client, local_logs=app.state.daemon.log_path)

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ssebench.core.check import CaseResult, Check, CheckOutcome, Status
 from ssebench.core.client import Daemon, DaemonError
-from ssebench.core.logs import view_log
+from ssebench.core.logs import LogView, view_log, view_log_files
 from ssebench.core.report import INTERNAL_FAILURE, render
 
 log = logging.getLogger("ssebench")
@@ -105,6 +106,20 @@ async def _failed_logs(daemon: Daemon, outcome: CheckOutcome) -> AsyncIterator[b
                 yield chunk
 
 
+async def _view_failed_log(daemon: Daemon, outcome: CheckOutcome, log_dir: Path) -> LogView:
+    """The failed check's log as the report shows it: from local files when the daemon runs in
+    this process (copied by the kernel, off the event loop), else streamed from the daemon."""
+    open_local = getattr(daemon, "open_local_logs", None)
+    files = open_local([c for c in outcome.cases if not c.passed]) if open_local else None
+    if files is None:
+        return await view_log(_failed_logs(daemon, outcome), log_dir)
+    stop = threading.Event()
+    try:
+        return await asyncio.to_thread(view_log_files, files, log_dir, stop)
+    finally:
+        stop.set()  # cancelled: the thread stops at its next step and removes its file
+
+
 async def run_test_patch(
     checks: Sequence[Check],
     level: int,
@@ -122,7 +137,7 @@ async def run_test_patch(
         failed = outcome.failed
         view = None
         if failed is not None:
-            view = await view_log(_failed_logs(daemon, failed), log_dir)
+            view = await _view_failed_log(daemon, failed, log_dir)
     except DaemonError as exc:
         log.error("internal testing failure: %s", exc)
         return INTERNAL_FAILURE

@@ -200,10 +200,15 @@ async def serve_test_patch(
     async with contextlib.AsyncExitStack() as stack:
         daemon: Daemon
         if task is not None:
-            apps.append(create_app(task, registry, level))
+            app = create_app(task, registry, level)
+            apps.append(app)
             host, port = sockets[1].getsockname()[:2]
-            client = httpx.AsyncClient(base_url=f"http://{host}:{port}", trust_env=False)
-            daemon = HttpDaemon(await stack.enter_async_context(client))
+            client = httpx.AsyncClient(  # plain HTTP: no TLS context to load at start
+                base_url=f"http://{host}:{port}", trust_env=False, verify=False
+            )
+            # Same process: a failed check's log is read from the spool, not streamed to us.
+            local_logs = app.state.daemon.log_path
+            daemon = HttpDaemon(await stack.enter_async_context(client), local_logs=local_logs)
         else:
             daemon = await stack.enter_async_context(open_daemon(daemon_api, daemon_url))
             print(f"ssebench: daemon: {daemon.description}", file=sys.stderr, flush=True)

@@ -17,6 +17,7 @@ from ssebench.core.logs import (
     tail,
     view_log,
     view_log_bytes,
+    view_log_files,
 )
 
 
@@ -275,3 +276,68 @@ def test_random_logs_match_the_naive_rule(tmp_path: Path, seed: int) -> None:
         assert view.saved_path is None
         assert _files(tmp_path) == []
     assert view_log_bytes(data, tmp_path / "again").text == text
+
+
+def _view_files(parts: list[bytes], tmp_path: Path) -> LogView:
+    files = []
+    for i, part in enumerate(parts):
+        path = tmp_path / f"case-{i}.log"
+        path.write_bytes(part)
+        files.append(path.open("rb"))
+    return view_log_files(files, tmp_path / "logs")
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_local_files_match_the_naive_rule(tmp_path: Path, seed: int) -> None:
+    """Logs on local disk (the daemon in our process): the same view, the same saved bytes."""
+    rng = random.Random(seed)
+    alphabet = [b"a", b"bc", b" ", b"  ", b"\n", b"\r\n", b"\t", b"\xc3\xa9", b"\xe3\x80\x80"]
+    alphabet += [b"\xff", b"\x00", b"\x1b[31m", b"\xe2\x82", b"\x80"]
+    weights = [30, 10, 20, 3, rng.choice([1, 8, 30]), 2, 2, 3, 1, 1, 1, 1, 1, 1]
+    size = rng.choice([10, 1_000, 30_000, 60_000, 150_000])
+    data = b"".join(rng.choices(alphabet, weights, k=size))
+    if rng.random() < 0.3:
+        data += b"\n" * rng.choice([1, 99, 100, 101, 5_000])
+    cuts = sorted(rng.sample(range(len(data) + 1), rng.choice([0, 1, 2])))
+    parts = [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
+    view = _view_files(parts, tmp_path)
+    text, truncated = _reference(data)
+    assert view.truncated is truncated
+    assert view.text == text
+    if truncated:
+        _assert_saved(view, tmp_path / "logs", data)
+    else:
+        assert not (tmp_path / "logs").exists() or not _files(tmp_path / "logs")
+
+
+def test_local_files_huge_word_tail_and_long_lines(tmp_path: Path) -> None:
+    # 12,000 words of 300 bytes on one line: the tail span must grow well past its first guess.
+    data = b" ".join([b"w" * 300] * 12_000) + b"\n\n"
+    view = _view_files([data], tmp_path)
+    assert view.text == _reference(data)[0]
+    _assert_saved(view, tmp_path / "logs", data)
+
+
+def test_local_files_unwritable_log_dir_still_returns_tail(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    data = b"word " * (WORD_LIMIT + 5)
+    path = tmp_path / "case.log"
+    path.write_bytes(data)
+    view = view_log_files([path.open("rb")], blocker / "logs")
+    assert view == LogView(_reference(data)[0], truncated=True, saved_path=None, save_failed=True)
+
+
+def test_local_files_stopped_leaves_no_file(tmp_path: Path) -> None:
+    import threading
+
+    stop = threading.Event()
+    stop.set()
+    path = tmp_path / "case.log"
+    path.write_bytes(b"word " * (WORD_LIMIT + 5))
+    file = path.open("rb")
+    with pytest.raises(Exception) as caught:
+        view_log_files([file], tmp_path / "logs", stop)
+    assert type(caught.value).__name__ == "_Stopped"
+    assert file.closed
+    assert not (tmp_path / "logs").exists() or not _files(tmp_path / "logs")
