@@ -123,6 +123,9 @@ def _serve_flags(cmd: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    # httpx imports its own command line (click, rich, pygments: ~150 ms) when they are
+    # installed, as fastmcp's dependencies are; we never use it, and httpx copes without it.
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
     args = build_parser().parse_args(argv)
     try:
         code = COMMANDS[args.command](args)
@@ -299,9 +302,9 @@ class _LevelPrefix(logging.Formatter):
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    settings, registry, task = _serve_plan(args)  # refused before the server's imports
     from ssebench.core import server
 
-    settings, registry, task = _serve_plan(args)
     # Causes of internal failures go to our stderr, never to the agent; library chatter stays out.
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_LevelPrefix())
