@@ -1,0 +1,84 @@
+"""The two ways a failed check's log reaches the report give the same report and saved bytes.
+
+Streamed from the daemon over HTTP (sidecar mode), or read from the spool of a daemon in the
+same process (embedded: `HttpDaemon(local_logs=...)`, decoded only at its head and tail, saved
+by a hard link or a kernel copy). Logs that could go wrong at the seams: a log cut across two
+failed cases, a UTF-8 character split between them, one case's log alone (linked), a short
+log (shown whole, nothing saved), random bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from pathlib import Path
+
+import httpx
+import pytest
+
+from ssebench.core.asgi import StreamingASGITransport
+from ssebench.core.client import HttpDaemon
+from ssebench.core.orchestrator import run_test_patch
+from ssebench.core.registry import build_registry
+from ssebench.daemon.app import create_app
+from ssebench.daemon.task import load_task
+
+from .conftest import write_task
+
+# Level 0, the build passes, intent tests fail, so the functional tests run; theirs is the
+# headline's log: every failed case's output, in order.
+LOGS = {
+    "two long cases": ["seq 1 9000; exit 1", "seq 9001 20000; exit 1"],
+    "a character split across cases": [
+        "yes w | head -n 6000; printf '\\342\\202'; exit 1",
+        "printf '\\254 euro\\n'; yes v | head -n 6000; exit 1",
+    ],
+    "one long case": ["true", "yes 'many words here' | head -n 5000; exit 1"],
+    "short": ["echo one; exit 1", "echo two; exit 1"],
+    "random bytes": ["cat data; exit 1", "true"],
+}
+
+
+def _report(task: Path, log_dir: Path, spool: Path, local: bool) -> str:
+    registry = build_registry()
+
+    async def run() -> str:
+        app = create_app(load_task(task, registry.checks), registry, 0, spool=spool)
+        transport = StreamingASGITransport(app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://daemon") as client:
+            lookup = app.state.daemon.log_path if local else None
+            daemon = HttpDaemon(client, local_logs=lookup)
+            return await run_test_patch(registry.checks, 0, daemon, log_dir)
+
+    return asyncio.run(run())
+
+
+@pytest.mark.parametrize("kind", list(LOGS))
+def test_local_and_streamed_logs_give_one_report(tmp_path: Path, kind: str) -> None:
+    cases = ", ".join(f"'''{case}'''" for case in LOGS[kind])
+    task = write_task(
+        tmp_path / "task",
+        "[checks.build]\nrun = 'true'\n[checks.intent]\nrun = 'exit 1'\n"
+        f"[checks.functional]\ncases = [{cases}]\n",
+    )
+    # Random bytes (NUL, invalid UTF-8, few line breaks), the same for both runs.
+    (task / "src" / "data").write_bytes(random.Random(kind).randbytes(300_000))
+    texts, saved, links = [], [], []
+    for local in (False, True):
+        log_dir = tmp_path / f"logs-{local}"
+        spool = tmp_path / f"spool-{local}"
+        spool.mkdir()
+        text = _report(task, log_dir, spool, local)
+        files = sorted(log_dir.iterdir()) if log_dir.exists() else []
+        saved.append([f.read_bytes() for f in files])
+        links.append([f.stat().st_nlink for f in files])
+        for file in files:
+            text = text.replace(str(file), "<saved>")
+        texts.append(text)
+    assert texts[0].startswith("test_patch result: FAILED. One or more functionality test(s)")
+    assert texts[1] == texts[0]
+    assert saved[1] == saved[0]
+    assert len(saved[0]) == (0 if kind == "short" else 1)
+    # The local way really ran: a single failed case's log is a link to the daemon's spool.
+    single = kind in ("one long case", "random bytes")
+    assert links == ([[1], [2]] if single else [[1] * len(saved[0])] * 2)

@@ -1,0 +1,93 @@
+"""Soak: 200 consecutive test_patch calls on one server, each in a new MCP session.
+
+Calls alternate between a passing task state and a failing build whose long log is saved, so
+sessions, runs, logs and saved files all come and go. Memory (VmRSS) and open descriptors of
+the server (which embeds the daemon) are read after a warm-up and at the end; both must stay
+flat, and every answer must be exactly right.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+import pytest
+from e2e.conftest import clean_env, start_server
+from fastmcp import Client
+
+from .conftest import PASSED_AT_3, assert_none_left, check_token_report, kill_all, write_task
+
+pytestmark = [pytest.mark.soak, pytest.mark.timeout(300)]
+
+CALLS = 200
+WARM_UP = 20
+LINES = 12_000
+TASK = f"""
+[checks.build]
+run = '''
+if [ -e "$SSE_TASK_DIR/fail" ]; then
+  t=$(cat /proc/sys/kernel/random/uuid); echo "run $t"; yes "$t" | head -n {LINES}; exit 1
+fi
+echo built
+'''
+"""
+RSS_GROWTH_KB = 20 * 1024
+FD_SLACK = 2
+
+
+def _figures(pid: int) -> tuple[int, int]:
+    """(VmRSS in kB, open descriptors) of a live process."""
+    rss = next(
+        int(line.split()[1])
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+        if line.startswith("VmRSS:")
+    )
+    return rss, len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def test_200_calls_keep_memory_and_descriptors_flat(tmp_path: Path) -> None:
+    task = write_task(tmp_path / "task", TASK)
+    server = start_server(
+        tmp_path, ["--task", str(task), "--difficulty", "3"], env=clean_env(tmp_path)
+    )
+    flag = task / "fail"
+    figures: list[tuple[int, int, int]] = []
+
+    async def soak() -> None:
+        for n in range(1, CALLS + 1):
+            failing = n % 2 == 0
+            if failing:
+                flag.touch()
+            else:
+                flag.unlink(missing_ok=True)
+            async with Client(server.url) as client:
+                result = await client.call_tool_mcp("test_patch", {}, timeout=60)
+            text = result.content[0].text
+            if failing:
+                check_token_report(text, LINES)
+            else:
+                assert text == PASSED_AT_3, f"call {n}: {text[:300]}"
+            if n in (WARM_UP, CALLS):
+                figures.append((n, *_figures(server.proc.pid)))
+
+    try:
+        started = time.monotonic()
+        asyncio.run(soak())
+        seconds = time.monotonic() - started
+        assert_none_left(task)
+    finally:
+        server.stop()
+        kill_all(task)
+    (first_n, first_rss, first_fds), (last_n, last_rss, last_fds) = figures
+    saved = len(list(Path(server.env["MCP_LOG_DIR"]).iterdir()))
+    print(
+        f"\nsoak: {CALLS} calls in {seconds:.1f} s ({seconds / CALLS * 1000:.0f} ms each); "
+        f"after call {first_n}: RSS {first_rss / 1024:.1f} MB, {first_fds} fds; "
+        f"after call {last_n}: RSS {last_rss / 1024:.1f} MB, {last_fds} fds; "
+        f"{saved} logs saved"
+    )
+    assert saved == CALLS // 2
+    assert abs(last_fds - first_fds) <= FD_SLACK
+    assert last_rss - first_rss < RSS_GROWTH_KB
