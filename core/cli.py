@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import gc
 import json
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -301,9 +303,26 @@ class _LevelPrefix(logging.Formatter):
         return f"ssebench: {prefix}{super().format(record)}"
 
 
+@contextlib.contextmanager
+def _loading() -> Iterator[None]:
+    """Import without the cycle collector, then freeze what was loaded out of its scans.
+
+    Imports make long-lived objects only, yet each full collection walks all of them: ~70 ms
+    of a server's start-up, and later ~50 ms pauses inside calls. Frozen, they are never
+    walked again.
+    """
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        gc.enable()
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     settings, registry, task = _serve_plan(args)  # refused before the server's imports
-    from ssebench.core import server
+    with _loading():
+        from ssebench.core import server
 
     # Causes of internal failures go to our stderr, never to the agent; library chatter stays out.
     handler = logging.StreamHandler(sys.stderr)
