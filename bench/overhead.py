@@ -1,0 +1,156 @@
+"""Overhead: a test_patch call over MCP against the same four commands run from one bash script.
+
+The task's four checks each run one short real command (`sleep`, then a line of output); at
+level 0 with the intent tests failing, every one of them runs: build, PoC, intent tests,
+functional tests, and the report carries the intent tests' log. The baseline is one bash
+script running the same four commands in the same folder, with the same variables. One MCP
+session stays open, as an agent's does; pairs alternate which side goes first.
+
+Figures: the median of each side, their ratio, and the median added latency (call minus
+script, pair by pair); again with commands that take no time, which is the overhead alone.
+Targets: ratio <= 1.05 with about 2 s of commands, median added latency <= 100 ms.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import time
+from pathlib import Path
+
+import fastmcp
+from _common import (
+    alternate,
+    call_text,
+    clean_env,
+    machine,
+    make_task,
+    median,
+    parser,
+    percentile,
+    run,
+    scratch,
+    serving,
+    table,
+    verdict,
+)
+
+RATIO_TARGET = 1.05
+ADDED_TARGET = 0.100
+CHECKS = ("build", "pocs", "intent", "functional")
+
+
+def commands(seconds: float) -> dict[str, str]:
+    """One command per check; together they take `seconds`. Only the intent tests fail."""
+    each = seconds / len(CHECKS)
+    sleep = f"sleep {each:.3f}; " if each > 0 else ""
+    return {
+        key: f"{sleep}echo '{key}: done'" + ("; exit 1" if key == "intent" else "")
+        for key in CHECKS
+    }
+
+
+def write_task(root: Path, cmds: dict[str, str]) -> Path:
+    lines = []
+    for key, command in cmds.items():
+        literal = "'''" + command + "'''"
+        lines.append(f"[checks.{key}]")
+        lines.append(f"cases = [{literal}]" if key == "pocs" else f"run = {literal}")
+    return make_task(root, "\n".join(lines) + "\n")
+
+
+def write_script(task: Path, cmds: dict[str, str]) -> Path:
+    """The baseline: the same commands, one after another, in the source tree; status ignored."""
+    script = task / "direct.sh"
+    body = "\n".join(f"( {command} ) || true" for command in cmds.values())
+    script.write_text(f"cd {task / 'src'}\n{body}\n", encoding="utf-8")
+    return script
+
+
+def measure(tmp: Path, seconds: float, pairs: int) -> dict[str, float]:
+    cmds = commands(seconds)
+    task = write_task(tmp / f"task-{seconds}", cmds)
+    script = write_script(task, cmds)
+    env = clean_env(tmp, SSE_TASK_DIR=str(task), SSE_SOURCE_DIR=str(task / "src"))
+    with serving(task, 0, tmp, clean_env(tmp)) as server:
+
+        async def session() -> tuple[list[float], list[float], str]:
+            async with fastmcp.Client(server.url) as client:
+                texts = {await call_text(client)}  # warm: the first call's one-time work
+                loop = asyncio.get_running_loop()
+
+                def call() -> float:
+                    async def timed() -> float:
+                        started = time.perf_counter()
+                        texts.add(await call_text(client))
+                        return time.perf_counter() - started
+
+                    return asyncio.run_coroutine_threadsafe(timed(), loop).result()
+
+                def direct() -> float:
+                    started = time.perf_counter()
+                    subprocess.run(["bash", str(script)], env=env, check=True, capture_output=True)
+                    return time.perf_counter() - started
+
+                ours, base = await asyncio.to_thread(alternate, pairs, call, direct)
+                assert len(texts) == 1, f"the answers differ: {texts}"
+                return ours, base, texts.pop()
+
+        ours, base, text = asyncio.run(session())
+    assert "- functional tests: passed" in text and "intent: done" in text, text
+    added = [a - b for a, b in zip(ours, base, strict=True)]
+    return {
+        "call": median(ours),
+        "direct": median(base),
+        "ratio": median(ours) / median(base),
+        "added": median(added),
+        "added_p90": percentile(added, 90),
+    }
+
+
+def main(args: object) -> dict[str, object]:
+    smoke = bool(args.smoke)  # type: ignore[attr-defined]
+    pairs = 2 if smoke else args.pairs  # type: ignore[attr-defined]
+    seconds = 0.2 if smoke else args.seconds  # type: ignore[attr-defined]
+    with scratch("ssebench-bench-overhead-") as tmp:
+        timed = measure(tmp, seconds, pairs)
+        bare = measure(tmp, 0.0, pairs)
+    ok_ratio = timed["ratio"] <= RATIO_TARGET
+    ok_added = timed["added"] <= ADDED_TARGET
+    rows = [
+        ("pairs", str(pairs), ""),
+        (f"commands ~{seconds:g} s: test_patch over MCP", f"{timed['call']:.3f} s", ""),
+        (f"commands ~{seconds:g} s: one bash script", f"{timed['direct']:.3f} s", ""),
+        (
+            "ratio",
+            f"{timed['ratio']:.3f}",
+            f"target <= {RATIO_TARGET}: {verdict(ok_ratio, smoke)}",
+        ),
+        (
+            "added latency, median",
+            f"{timed['added'] * 1000:.1f} ms",
+            f"target <= {ADDED_TARGET * 1000:.0f} ms: {verdict(ok_added, smoke)}",
+        ),
+        ("added latency, p90", f"{timed['added_p90'] * 1000:.1f} ms", ""),
+        ("commands ~0 s: test_patch over MCP", f"{bare['call'] * 1000:.1f} ms", ""),
+        ("commands ~0 s: one bash script", f"{bare['direct'] * 1000:.1f} ms", ""),
+        ("commands ~0 s: added latency, median", f"{bare['added'] * 1000:.1f} ms", ""),
+    ]
+    print(f"machine: {machine()}")
+    print(table("overhead: test_patch over MCP vs the same four commands in one script", rows))
+    return {
+        "timed": timed,
+        "bare": bare,
+        "met": ok_ratio and ok_added,
+    }
+
+
+def cli() -> object:
+    p = parser(__doc__)
+    p.add_argument("--pairs", type=int, default=7)
+    p.add_argument("--seconds", type=float, default=2.0, help="the four commands together")
+    return p
+
+
+if __name__ == "__main__":
+    run(main, cli())
