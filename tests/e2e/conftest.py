@@ -88,6 +88,16 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def port_is_free(port: int) -> bool:
+    """Nothing listens there (a server that was refused or stopped let go of its port)."""
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
 def make_task(root: Path, kind: str) -> Path:
     (root / "src").mkdir(parents=True, exist_ok=True)
     (root / "task.toml").write_text(f'source = "src"\n{TASKS[kind]}', encoding="utf-8")

@@ -15,7 +15,15 @@ import fastmcp
 import httpx
 import pytest
 
-from .conftest import CLI, check_text, clean_env, free_port, make_task, start_server
+from .conftest import (
+    CLI,
+    check_text,
+    clean_env,
+    free_port,
+    make_task,
+    port_is_free,
+    start_server,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -24,15 +32,6 @@ BAD_LEVELS = ["5", "-1", "02", " 2", "2.0", "two", ""]
 
 def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*CLI, *args], capture_output=True, text=True, env=env, timeout=60)
-
-
-def _port_is_free(port: int) -> bool:
-    with socket.socket() as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 
 
 @pytest.mark.parametrize("command", ["serve", "daemon"])
@@ -48,7 +47,7 @@ def test_bad_difficulty_refused_before_listening(tmp_path: Path, command: str, v
     lines = done.stderr.splitlines()
     assert len(lines) == 1, done.stderr
     assert "SSE_DIFFICULTY" in lines[0] and repr(value) in lines[0]
-    assert _port_is_free(port)
+    assert port_is_free(port)
 
 
 def test_port_in_use_is_one_line(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from e2e.conftest import CLI, Server
+from e2e.conftest import CLI, Server, clean_env, start_server
 from fastmcp import Client  # at import: its first use would add ~2 s to a timed call
 from fastmcp.client.transports import ClientTransport
 
@@ -167,3 +167,15 @@ def start_daemon(
             proc.kill()
             pytest.fail(f"the daemon did not answer within 30 s: {log.read_text()}")
         time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def serving(tmp: Path, task: Path) -> Iterator[Server]:
+    """`ssebench serve` on `task` at level 3 (embedded daemon); afterwards none of it runs."""
+    started = start_server(tmp, ["--task", str(task), "--difficulty", "3"], env=clean_env(tmp))
+    started.task = task
+    try:
+        yield started
+    finally:
+        started.stop()
+        kill_all(task)

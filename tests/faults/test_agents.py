@@ -15,15 +15,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from e2e.conftest import clean_env, start_server
 
 from .conftest import (
     TOKEN_BUILD,
     assert_none_left,
     call,
     check_token_report,
-    kill_all,
     saved_logs,
+    serving,
     write_task,
 )
 
@@ -56,13 +55,8 @@ asyncio.run(main())
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     tmp = tmp_path_factory.mktemp("agents")
     task = write_task(tmp / "task", TASK)
-    started = start_server(tmp, ["--task", str(task), "--difficulty", "3"], env=clean_env(tmp))
-    started.task = task
-    try:
+    with serving(tmp, task) as started:
         yield started
-    finally:
-        started.stop()
-        kill_all(task)
 
 
 def _agent(url: str) -> subprocess.Popen[str]:

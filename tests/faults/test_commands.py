@@ -28,9 +28,9 @@ from .conftest import (
     call,
     call_async,
     failed_build,
-    kill_all,
     saved_logs,
     saved_path,
+    serving,
     write_task,
 )
 
@@ -50,13 +50,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     tmp = tmp_path_factory.mktemp("commands")
     task = write_task(tmp / "task", TASK)
     (task / "scenario.sh").write_text("echo built\n")
-    started = start_server(tmp, ["--task", str(task), "--difficulty", "3"], env=clean_env(tmp))
-    started.task = task
-    try:
+    with serving(tmp, task) as started:
         yield started
-    finally:
-        started.stop()
-        kill_all(task)
 
 
 def _scenario(server: Any, script: str) -> tuple[str, float]:

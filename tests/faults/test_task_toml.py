@@ -4,12 +4,11 @@ is the real command, as the container's entrypoint would start it."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 from pathlib import Path
 
 import pytest
-from e2e.conftest import CLI, clean_env, free_port
+from e2e.conftest import CLI, clean_env, free_port, port_is_free
 
 from .conftest import task_processes
 
@@ -41,15 +40,6 @@ def _task(root: Path, text: str) -> Path:
     return root
 
 
-def _port_free(port: int) -> bool:
-    with socket.socket() as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
 def _refused(tmp_path: Path, kind: str, command: list[str]) -> None:
     text, problem = BAD[kind]
     task = _task(tmp_path / "task", text)
@@ -69,7 +59,7 @@ def _refused(tmp_path: Path, kind: str, command: list[str]) -> None:
     [line] = done.stderr.splitlines()
     assert line.startswith(f"ssebench: error: {task / 'task.toml'}: ")
     assert problem.format(task=task) in line
-    assert all(_port_free(port) for port in ports)
+    assert all(port_is_free(port) for port in ports)
     assert task_processes(task) == []
 
 
