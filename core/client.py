@@ -40,6 +40,10 @@ class Daemon(Protocol):
 
     def log_chunks(self, result: CaseResult) -> AsyncIterator[bytes]: ...
 
+    def open_local_logs(self, results: Sequence[CaseResult]) -> list[BinaryIO] | None:
+        """The cases' logs as open files when the daemon runs in this process, else None."""
+        ...
+
 
 class HttpDaemon:
     """Our own daemon (DESIGN's /v1 API), over any httpx transport: TCP, or ASGI in-process.

@@ -109,8 +109,7 @@ async def _failed_logs(daemon: Daemon, outcome: CheckOutcome) -> AsyncIterator[b
 async def _view_failed_log(daemon: Daemon, outcome: CheckOutcome, log_dir: Path) -> LogView:
     """The failed check's log as the report shows it: from local files when the daemon runs in
     this process (copied by the kernel, off the event loop), else streamed from the daemon."""
-    open_local = getattr(daemon, "open_local_logs", None)
-    files = open_local([c for c in outcome.cases if not c.passed]) if open_local else None
+    files = daemon.open_local_logs([c for c in outcome.cases if not c.passed])
     if files is None:
         return await view_log(_failed_logs(daemon, outcome), log_dir)
     stop = threading.Event()
