@@ -18,6 +18,7 @@ import signal
 import socket
 import sys
 from collections.abc import Awaitable, Callable, Iterator, Sequence
+from importlib.metadata import version
 from pathlib import Path
 
 import anyio
@@ -73,7 +74,7 @@ def describe(checks: Sequence[Check], level: int) -> str:
 
 def build_server(checks: Sequence[Check], level: int, daemon: Daemon, log_dir: Path) -> FastMCP:
     """The FastMCP server with its one tool; the daemon may be any `Daemon` (tests pass fakes)."""
-    mcp = FastMCP("ssebench")
+    mcp = FastMCP("ssebench", version=version("ssebench"))  # else serverInfo names fastmcp's
     lock = asyncio.Lock()
 
     @mcp.tool(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from importlib.metadata import version
 from typing import Any
 
 import fastmcp
@@ -55,6 +56,16 @@ def test_tools_list_shows_exactly_test_patch(shared_servers: Any, client: str) -
     # The description names what runs at this level, and only that.
     assert "build, functional tests" in tool.description
     assert "PoC" not in tool.description and "intent" not in tool.description
+
+
+def test_server_info_names_ssebench_and_its_version(shared_servers: Any) -> None:
+    async def server_info() -> Any:
+        url = shared_servers("passing", 2).url
+        async with fastmcp.Client(url, mode="legacy") as session:  # the initialize handshake
+            return session.initialize_result.server_info
+
+    info = asyncio.run(server_info())
+    assert (info.name, info.version) == ("ssebench", version("ssebench"))
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
