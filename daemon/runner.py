@@ -18,11 +18,14 @@ import os
 import signal
 import subprocess
 import time
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 GRACE_SECONDS = 1.0
+CASE_VARIABLE = "SSE_CASE_ID"  # in every case's environment: how its escaped processes are found
+_ESCAPE_ROUNDS = 10  # scans for escaped processes, while each finds some (they may fork)
 _POLL_SECONDS = 0.01  # only where pidfd_open is missing (Linux before 5.3)
 
 
@@ -141,6 +144,34 @@ def disown_folder(folder: Path) -> None:
     _GUARD.disown(folder)
 
 
+def _kill_escaped(case_id: str) -> int:
+    """Kill the case's processes that left its group (setsid, daemonizing build servers).
+
+    They are found by the variable every case's environment carries, so only this case's
+    are touched, never the host's other processes. Best effort: one that rewrote its
+    environment is not found. Returns how many were killed.
+    """
+    marker = f"{CASE_VARIABLE}={case_id}".encode()
+    killed = 0
+    for _ in range(_ESCAPE_ROUNDS):
+        found = 0
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/environ", "rb") as file:
+                    environ = file.read()
+                if marker in environ.split(b"\0"):
+                    os.kill(int(entry), signal.SIGKILL)
+                    found += 1
+            except OSError:  # gone meanwhile, or another user's
+                continue
+        if not found:
+            break
+        killed += found
+    return killed
+
+
 def _killpg(pgid: int, sig: int) -> bool:
     """Signal a whole group; False once no member is left."""
     try:
@@ -196,14 +227,16 @@ async def run_command(
     log_path: Path,
     grace: float = GRACE_SECONDS,
 ) -> Finished:
-    """Run `command`; on timeout or cancellation the whole process group is stopped."""
+    """Run `command`; on timeout or cancellation the whole process group is stopped, and
+    at its end whatever it left running, in its group or escaped from it."""
     started = time.monotonic()
+    case_id = uuid.uuid4().hex
     try:
         with log_path.open("wb") as log:
             proc = subprocess.Popen(
                 ["bash", "-c", command],
                 cwd=str(cwd),  # an error then names it as a path, not PosixPath(...)
-                env=dict(env),
+                env={**env, CASE_VARIABLE: case_id},
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -227,10 +260,12 @@ async def run_command(
         with contextlib.suppress(BaseException):
             await asyncio.shield(_stop_group(proc, grace))
         _killpg(proc.pid, signal.SIGKILL)
+        _kill_escaped(case_id)
         _GUARD.remove(proc.pid)
         raise
     # Leftovers (background children) belong to a finished case: they go.
     _killpg(proc.pid, signal.SIGKILL)
+    _kill_escaped(case_id)
     _GUARD.remove(proc.pid)
     seconds = time.monotonic() - started
     code = proc.returncode

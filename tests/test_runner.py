@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import dataclasses
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -218,6 +219,44 @@ def test_a_background_child_holding_stdout_does_not_hang_the_run(
     [pgid] = _read_ints(tmp_path / "pgid")
     wait_group_gone(pgid)
     assert not _alive(_read_ints(tmp_path / "children")[0])
+
+
+ESCAPES = {
+    # setsid in the background: a new session and group, same process.
+    "setsid": "setsid sleep 30 & echo $! > children",
+    # A daemon's double fork: the middle process exits, the grandchild is orphaned.
+    "double-fork": "( setsid bash -c 'echo $$ > children; exec sleep 30' & )",
+}
+
+
+@pytest.mark.parametrize("escape", sorted(ESCAPES))
+def test_processes_that_left_the_group_are_killed_at_the_end(tmp_path: Path, escape: str) -> None:
+    bystander = subprocess.Popen(["sleep", "30"])  # not the case's: must survive
+    try:
+        wait = "until [ -s children ]; do sleep 0.01; done"
+        escaped = '[ "$(ps -o pgid= -p "$(cat children)")" != "$(ps -o pgid= -p $$)" ]'
+        finished = _run(f"{ESCAPES[escape]}; {wait}; {escaped} && echo escaped", tmp_path)
+        assert finished.exit_code == 0
+        assert (tmp_path / "case.log").read_text() == "escaped\n"
+        [pid] = _read_ints(tmp_path / "children")
+        deadline = time.monotonic() + LIVE_DEADLINE
+        while _alive(pid):
+            assert time.monotonic() < deadline, f"escaped process {pid} still runs"
+            time.sleep(0.02)
+        assert bystander.poll() is None
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+def test_an_escaped_process_is_killed_when_the_run_times_out(tmp_path: Path) -> None:
+    finished = _run(f"{ESCAPES['double-fork']}; sleep 30", tmp_path, timeout=0.5)
+    assert finished.timed_out
+    [pid] = _read_ints(tmp_path / "children")
+    deadline = time.monotonic() + LIVE_DEADLINE
+    while _alive(pid):
+        assert time.monotonic() < deadline, f"escaped process {pid} still runs"
+        time.sleep(0.02)
 
 
 def test_stdout_and_stderr_are_interleaved_in_write_order(tmp_path: Path) -> None:
