@@ -15,7 +15,13 @@ from typing import Any
 
 from ssebench.core.levels import LevelError, parse_level
 from ssebench.core.registry import PluginError, Registry, build_registry
-from ssebench.core.settings import ConfigError, Settings, load_settings
+from ssebench.core.settings import (
+    DAEMON_API_HELP,
+    DAEMON_APIS,
+    ConfigError,
+    Settings,
+    load_settings,
+)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -70,9 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--daemon-url", help="grade through a running daemon instead")
     grade.add_argument(
         "--daemon-api",
-        choices=("auto", "ssebench", "upstream"),
+        choices=DAEMON_APIS,
         default="auto",
-        help="with --daemon-url: the daemon's API (default auto: whichever answers)",
+        help=f"with --daemon-url: {DAEMON_API_HELP}",
     )
     grade.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     sub.add_parser(
@@ -101,8 +107,8 @@ def _serve_flags(cmd: argparse.ArgumentParser) -> None:
     )
     cmd.add_argument(
         "--daemon-api",
-        choices=("auto", "ssebench", "upstream"),
-        help="sidecar mode: the daemon's API (default auto: whichever answers)",
+        choices=DAEMON_APIS,
+        help=f"sidecar mode: {DAEMON_API_HELP}",
     )
     cmd.add_argument("--host", default="127.0.0.1", help="MCP address (default 127.0.0.1)")
     cmd.add_argument("--port", type=int, default=3000, help="MCP port (default 3000)")

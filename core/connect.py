@@ -23,12 +23,11 @@ from ssebench.core.check import CaseResult, Check
 from ssebench.core.client import Daemon, DaemonError, HttpDaemon
 from ssebench.core.protocol import API_PREFIX, Health
 from ssebench.core.registry import Registry
-from ssebench.core.settings import ConfigError
+from ssebench.core.settings import DAEMON_APIS, ConfigError
 from ssebench.core.upstream import UpstreamDaemon, Version, describe_error, unsupported_checks
 
 log = logging.getLogger("ssebench")
 
-DAEMON_APIS = ("auto", "ssebench", "upstream")
 SOCKET_VARIABLE = "SSE_DAEMON_SOCKET"
 TCP_VARIABLE = "SSE_AGENT_DOCKER"
 PROBE_TIMEOUT = 5.0
@@ -92,15 +91,15 @@ class DaemonConnection:
     ) -> None:
         self.client = client
         self.location = location
-        self.api = api
+        self.api = "ssebench" if api == "upstream" else api
         self.grading = grading
         self.found: Daemon | None = None
         self.description = ""
         self._lock = asyncio.Lock()
         self._warn_at_first_call = False
-        if api == "ssebench":
+        if self.api == "native":
             self.found = HttpDaemon(client)
-        elif api == "upstream":
+        elif self.api == "ssebench":
             self.found = UpstreamDaemon(client, grading=grading)
 
     async def start(self) -> str:
@@ -117,24 +116,25 @@ class DaemonConnection:
         where = f"at {self.location}"
         tried = []
         try:
-            if self.api != "upstream":
+            if self.api != "ssebench":
                 tried.append(f"GET {API_PREFIX}/health")
                 health = await _probe(self.client, f"{API_PREFIX}/health", Health)
                 if isinstance(health, Health):
                     self.found = self.found or HttpDaemon(self.client)
                     level = "evaluator" if health.difficulty is None else health.difficulty
-                    return f"the ssebench daemon API (/v1, difficulty {level}) {where}"
-            if self.api != "ssebench":
+                    return f"the native daemon API (/v1, difficulty {level}) {where}"
+            if self.api != "native":
                 tried.append("GET /version")
                 version = await _probe(self.client, "/version", Version)
                 if isinstance(version, Version):
                     self.found = self.found or UpstreamDaemon(self.client, grading=self.grading)
-                    return f"the upstream daemon API (version {version.version}) {where}"
+                    return f"the upstream ssebench daemon API (version {version.version}) {where}"
             problem = f"{' and '.join(tried)} got no answer of that API"
         except _Unreachable as exc:
             problem = str(exc)
         if self.found is not None:
-            return f"the {self.api} daemon API {where}, not answering yet ({problem})"
+            api = "native" if self.api == "native" else "upstream ssebench"
+            return f"the {api} daemon API {where}, not answering yet ({problem})"
         raise DaemonError(
             f"no daemon answers {where} yet ({problem}); test_patch reports an internal "
             "testing failure until one does"

@@ -9,6 +9,15 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ssebench.core.levels import LevelError, parse_level
 
+# --daemon-api: "ssebench" is the public ssebench project's daemon API (its task containers),
+# "upstream" another name for it; "native" is this package's own daemon (`ssebench daemon`,
+# /v1); "auto" probes for either.
+DAEMON_APIS = ("auto", "ssebench", "upstream", "native")
+DAEMON_API_HELP = (
+    "the daemon's API: ssebench (alias upstream) for the daemon of ssebench task containers, "
+    "native for `ssebench daemon`; default auto, whichever answers"
+)
+
 
 class ConfigError(Exception):
     """A bad setting or task: reported as one line, exit status 2."""

@@ -179,18 +179,18 @@ def test_auto_detection_picks_the_api_that_answers(make_pair: Any) -> None:
     with serving(ours) as our_url, serving(create_standin(standin_task, 1)) as their_url:
         found, said, text = asyncio.run(detect(our_url))
         assert isinstance(found, HttpDaemon) and text == task.report(1)
-        assert said == f"the ssebench daemon API (/v1, difficulty 1) at {our_url}"
+        assert said == f"the native daemon API (/v1, difficulty 1) at {our_url}"
         found, said, text = asyncio.run(detect(their_url))
         assert isinstance(found, UpstreamDaemon) and text == task.report(1)
-        assert said == f"the upstream daemon API (version 1) at {their_url}"
+        assert said == f"the upstream ssebench daemon API (version 1) at {their_url}"
 
 
-@pytest.mark.parametrize("api", ["auto", "upstream", "ssebench"])
+@pytest.mark.parametrize("api", ["auto", "ssebench", "upstream", "native"])
 def test_a_daemon_that_starts_late_is_found(api: str, make_pair: Any, caplog: Any) -> None:
     task, standin_task = make_pair(PASSING)
     url = f"http://127.0.0.1:{free_port()}"
     app = create_standin(standin_task, 2)
-    if api == "ssebench":
+    if api == "native":
         app = create_app(load_task(task.path, task.registry.checks), task.registry, 2)
 
     async def scenario() -> tuple[str, str, str]:
@@ -206,7 +206,8 @@ def test_a_daemon_that_starts_late_is_found(api: str, make_pair: Any, caplog: An
     if api == "auto":
         assert said.startswith(f"no daemon answers at {url} yet (ConnectError")
     else:
-        assert said.startswith(f"the {api} daemon API at {url}, not answering yet (ConnectError")
+        named = "native" if api == "native" else "upstream ssebench"
+        assert said.startswith(f"the {named} daemon API at {url}, not answering yet (ConnectError")
     assert before == INTERNAL_FAILURE
     assert after == task.report(2)
     assert "internal testing failure" in caplog.text
@@ -259,7 +260,7 @@ def test_internal_failures(
 ) -> None:
     task, standin_task = make_pair(replace(PASSING, build=build))
     with serving(create_standin(standin_task, theirs)) as url:
-        assert report(task, ours, url=url, api="upstream") == INTERNAL_FAILURE
+        assert report(task, ours, url=url, api="ssebench") == INTERNAL_FAILURE
     assert cause in caplog.text
 
 
@@ -268,7 +269,7 @@ def test_grading_sends_the_flag_and_passes_the_gate(make_pair: Any) -> None:
     app = create_standin(standin_task, 4)
 
     async def grade(grading: bool) -> Any:
-        async with open_daemon("upstream", url, environ={}, grading=grading) as daemon:
+        async with open_daemon("ssebench", url, environ={}, grading=grading) as daemon:
             return await run_checks(task.registry.checks, None, daemon, coverage=False)
 
     with serving(app) as url:
@@ -379,7 +380,10 @@ def test_where_the_daemon_is() -> None:
         async with open_daemon(api, url, environ={}) as daemon:
             return daemon.unsupported(build_registry(plugins=[LintPlugin]).checks)
 
-    assert asyncio.run(open_explicitly("upstream", f"http://127.0.0.1:{free_port()}")) == ["lint"]
+    for api in ("ssebench", "upstream"):
+        url = f"http://127.0.0.1:{free_port()}"
+        assert asyncio.run(open_explicitly(api, url)) == ["lint"]
+    assert asyncio.run(open_explicitly("native", f"http://127.0.0.1:{free_port()}")) == []
     for api, url in [("auto", None), ("v2", "http://h:1")]:
         with pytest.raises(ConfigError):
             asyncio.run(open_explicitly(api, url))

@@ -113,9 +113,7 @@ def test_sidecar_mode_against_a_standalone_daemon(tmp_path: Path) -> None:
                     return (await client.call_tool_mcp("test_patch", {})).content[0].text
 
             assert asyncio.run(call()) == expected
-            found = (
-                f"daemon: the ssebench daemon API (/v1, difficulty 1) at http://127.0.0.1:{port}"
-            )
+            found = f"daemon: the native daemon API (/v1, difficulty 1) at http://127.0.0.1:{port}"
             assert found in server.stderr()
         finally:
             server.stop()

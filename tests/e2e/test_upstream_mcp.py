@@ -104,7 +104,7 @@ def test_grade_through_the_upstream_daemon(tmp_path: Path, upstream: Any) -> Non
     _, standin = write_pair(tmp_path / "task", [FIXED, FIXED], FUNCTIONAL)
     url, state = upstream(standin, 4, uds=False)  # level 4: grading passes the gate regardless
     done = subprocess.run(
-        [*CLI, "grade", "--daemon-api", "upstream", "--daemon-url", url, "--quiet"],
+        [*CLI, "grade", "--daemon-api", "ssebench", "--daemon-url", url, "--quiet"],
         capture_output=True,
         text=True,
         env=clean_env(tmp_path),
