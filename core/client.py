@@ -142,27 +142,23 @@ class HttpDaemon:
         """
         if self.local_logs is None:
             return None
+        paths = [self.local_logs(result.log_id) for result in results]
         files: list[BinaryIO] = []
         try:
-            for result in results:
-                path = self.local_logs(result.log_id)
+            for path, result in zip(paths, results, strict=True):
                 if path is None:
-                    break
+                    return None  # (the finally closes what was opened)
                 files.append(path.open("rb"))
                 size = os.fstat(files[-1].fileno()).st_size
                 if size != result.log_size:
                     raise DaemonError(f"log {result.log_id}: {size} bytes, not {result.log_size}")
-            else:
-                return files
+            opened, files = files, []  # handed over: the caller closes them
+            return opened
         except OSError:
-            pass
-        except BaseException:
+            return None
+        finally:
             for file in files:
                 file.close()
-            raise
-        for file in files:
-            file.close()
-        return None
 
 
 def _one_line(text: str) -> str:
