@@ -156,14 +156,20 @@ def test_daemon_restarted_between_calls(sidecar: Sidecar, scenario: Any) -> None
     assert len(saved_logs(sidecar.server)) >= 3
 
 
-def test_the_spool_removed_under_a_running_daemon(sidecar: Sidecar, scenario: Any) -> None:
-    """A temp cleaner takes the daemon's spool: the next run makes it again."""
-    scenario("echo built\n")
-    assert call(sidecar.server.url) == PASSED_AT_3
+def _remove_the_spool(sidecar: Sidecar) -> Path:
+    """Do what a temp cleaner would: the daemon's spool and its logs gone."""
     [spool] = sidecar.spool_root().iterdir()
     for entry in spool.iterdir():
         entry.unlink()
     spool.rmdir()
+    return spool
+
+
+def test_the_spool_removed_under_a_running_daemon(sidecar: Sidecar, scenario: Any) -> None:
+    """A temp cleaner takes the daemon's spool: the next run makes it again."""
+    scenario("echo built\n")
+    assert call(sidecar.server.url) == PASSED_AT_3
+    spool = _remove_the_spool(sidecar)
     assert call(sidecar.server.url) == PASSED_AT_3
     assert spool.is_dir()
 
@@ -173,10 +179,7 @@ def test_the_spool_unwritable_then_back(sidecar: Sidecar, scenario: Any) -> None
     failure (not the build failing), and it recovers once the path is free."""
     scenario("echo built\n")
     assert call(sidecar.server.url) == PASSED_AT_3
-    [spool] = sidecar.spool_root().iterdir()
-    for entry in spool.iterdir():
-        entry.unlink()
-    spool.rmdir()
+    spool = _remove_the_spool(sidecar)
     spool.write_text("in the way")
     try:
         assert call(sidecar.server.url) == INTERNAL_FAILURE
