@@ -23,7 +23,7 @@ from pathlib import Path
 
 import httpx
 
-from ssebench.core.entrypoint import INITIALIZE  # the request `ssebench run` waits with
+from ssebench.core.cli.run import INITIALIZE  # the request `ssebench run` waits with
 
 CLI = [sys.executable, "-c", "from ssebench.core.cli import main; main()"]
 ACCEPT = {"Accept": "application/json, text/event-stream"}

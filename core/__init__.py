@@ -1,10 +1,12 @@
-"""ssebench core: what a check plugin imports, and the orchestrator behind test_patch."""
+"""ssebench core: what a check plugin imports, and the domain behind test_patch.
+
+A plugin needs only this module: `from ssebench.core import Check, hookimpl`.
+"""
 
 from __future__ import annotations
 
+from ssebench.core.case import CaseRun
 from ssebench.core.check import (
-    CaseResult,
-    CaseRun,
     Check,
     CheckOutcome,
     Status,
@@ -14,7 +16,6 @@ from ssebench.core.check import (
 from ssebench.core.hookspecs import hookimpl, hookspec
 
 __all__ = [
-    "CaseResult",
     "CaseRun",
     "Check",
     "CheckOutcome",

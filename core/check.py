@@ -1,55 +1,14 @@
-"""The Check: what a plugin declares, and the run records its behaviours see."""
+"""The Check: what a plugin declares, how a check ended, and which checks run at a level."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from enum import StrEnum
-from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel
 
-_SCAN_CHUNK = 1 << 20
-_LINE_OVERLAP = 1 << 16
-
-
-@dataclass(frozen=True)
-class CaseRun:
-    """One finished case as the daemon saw it; the input of `Check.judge`.
-
-    The log stays on disk: a judge that needs the output scans it with `log_search`.
-    """
-
-    exit_code: int | None
-    signal: int | None
-    timed_out: bool
-    seconds: float
-    log_path: Path
-    options: BaseModel | None = None
-
-    def log_search(self, pattern: re.Pattern[bytes]) -> bool:
-        """Whether `pattern` matches in the log, read in chunks so a huge log never sits in memory.
-
-        Each search covers whole lines only (an unfinished line waits for the next chunk), so
-        `^` and `$` mean what they say. A match spanning lines across two chunks is not found;
-        a single line longer than 4 MiB is searched in overlapping pieces.
-        """
-        pending = b""
-        with self.log_path.open("rb") as log:
-            while chunk := log.read(_SCAN_CHUNK):
-                data = pending + chunk
-                cut = data.rfind(b"\n") + 1  # the end of the last whole line
-                if cut == 0 and len(data) > 4 * _SCAN_CHUNK:
-                    if pattern.search(data):
-                        return True
-                    pending = data[-_LINE_OVERLAP:]
-                    continue
-                if cut and pattern.search(data, 0, cut):
-                    return True
-                pending = data[cut:]
-        return bool(pending) and pattern.search(pending) is not None
+from ssebench.core.case import CaseRun
 
 
 class Status(StrEnum):
@@ -59,27 +18,13 @@ class Status(StrEnum):
 
 
 @dataclass(frozen=True)
-class CaseResult:
-    """A judged case as the orchestrator receives it over the wire."""
-
-    index: int
-    passed: bool
-    exit_code: int | None
-    signal: int | None
-    timed_out: bool
-    seconds: float
-    log_id: str
-    log_size: int
-
-
-@dataclass(frozen=True)
 class CheckOutcome:
     """How one enabled check ended; the input of `Check.detail` and of the report."""
 
     check: Check
     status: Status
     total_cases: int = 0
-    cases: tuple[CaseResult, ...] = ()
+    cases: tuple[CaseRun, ...] = ()
     blocked_by: Check | None = None
     covered_by: Check | None = None
     unsupported: bool = False
@@ -89,8 +34,27 @@ class CheckOutcome:
         return sum(case.passed for case in self.cases)
 
     @property
-    def failed_case(self) -> CaseResult | None:
+    def failed_case(self) -> CaseRun | None:
         return next((case for case in self.cases if not case.passed), None)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Every enabled check's outcome in run order, and the checks the level withholds."""
+
+    level: int | None
+    outcomes: tuple[CheckOutcome, ...]
+    withheld: tuple[Check, ...]
+
+    @property
+    def failed(self) -> CheckOutcome | None:
+        """The failure the headline reports: lowest precedence wins."""
+        failures = [o for o in self.outcomes if o.status is Status.FAILED]
+        return min(failures, key=lambda o: o.check.precedence, default=None)
+
+    @property
+    def all_passed(self) -> bool:
+        return all(o.status is Status.PASSED for o in self.outcomes)
 
 
 def exit_status_judge(run: CaseRun) -> bool:
@@ -135,7 +99,6 @@ class Check:
     options: type[BaseModel] | None = None
     judge: Callable[[CaseRun], bool] = exit_status_judge
     detail: Callable[[CheckOutcome], str | None] = default_detail
-    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         if not self.failure_reason:
@@ -145,3 +108,21 @@ class Check:
     def runs_at(self, level: int | None) -> bool:
         """None is the evaluator's level: every check runs."""
         return level is None or level <= self.max_level
+
+
+@dataclass(frozen=True)
+class LevelSplit:
+    """The checks a level enables and the ones it withholds, each in run order."""
+
+    enabled: tuple[Check, ...]
+    withheld: tuple[Check, ...]
+
+
+def split_by_level(checks: Iterable[Check], level: int | None) -> LevelSplit:
+    """The one place that orders checks and filters them by level: the daemon's list, the
+    orchestrator's run, the report's note and the tool's description all read it from here."""
+    ordered = sorted(checks, key=lambda check: check.order)
+    return LevelSplit(
+        enabled=tuple(check for check in ordered if check.runs_at(level)),
+        withheld=tuple(check for check in ordered if not check.runs_at(level)),
+    )

@@ -1,14 +1,22 @@
-"""The one hook a check plugin implements, and the markers plugins import."""
+"""The one hook a check plugin implements, and the markers plugins import.
+
+The markers are typed as tox types its own (`impl: Callable[[_F], _F]`), so a plugin decorated
+with `@hookimpl` keeps its signature under `mypy --strict`.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import pluggy
 
 from ssebench.core.check import Check
 
 PROJECT = "ssebench"
-hookspec = pluggy.HookspecMarker(PROJECT)
-hookimpl = pluggy.HookimplMarker(PROJECT)
+_F = TypeVar("_F", bound=Callable[..., Any])
+hookspec: Callable[[_F], _F] = pluggy.HookspecMarker(PROJECT)
+hookimpl: Callable[[_F], _F] = pluggy.HookimplMarker(PROJECT)
 
 
 @hookspec

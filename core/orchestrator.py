@@ -8,43 +8,55 @@ every later check, `stop_at_first_failed_case` ends a check at its first failing
 from __future__ import annotations
 
 import asyncio
-import logging
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
+from typing import BinaryIO, Protocol
 
-from ssebench.core.check import CaseResult, Check, CheckOutcome, Status
-from ssebench.core.client import Daemon, DaemonError
-from ssebench.core.logs import LogView, view_log, view_log_files
-from ssebench.core.report import INTERNAL_FAILURE, render
+from ssebench.core.case import CaseRun
+from ssebench.core.check import Check, CheckOutcome, Outcome, Status, split_by_level
+from ssebench.core.logfiles import view_log_files
+from ssebench.core.logs import LogView, view_log
+from ssebench.core.report import internal_failure, render
 
-log = logging.getLogger("ssebench")
+# progress(done, total, message): cases finished so far of all the cases the call will run.
+Progress = Callable[[float, float, str], Awaitable[None]]
 
-Progress = Callable[[float, float | None, str], Awaitable[None]]
+
+class Daemon(Protocol):
+    """What the orchestrator needs from a daemon, whichever API it speaks and wherever it runs.
+
+    Every fault is raised as `DaemonError`.
+    """
+
+    async def case_counts(self, checks: Sequence[Check]) -> dict[str, int | None]:
+        """Cases per check key; None for a check this daemon cannot run."""
+        ...
+
+    async def run_case(self, check: Check, index: int) -> CaseRun: ...
+
+    def log_chunks(self, case: CaseRun) -> AsyncIterator[bytes]: ...
+
+    def open_local_logs(self, cases: Sequence[CaseRun]) -> list[BinaryIO] | None:
+        """The cases' logs as open files when the daemon runs in this process, else None."""
+        ...
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """Every enabled check's outcome in run order, and the checks the level withholds."""
+class _Counter:
+    """Cases done of the call's total, told to `progress` as each check and case goes."""
 
-    level: int | None
-    outcomes: tuple[CheckOutcome, ...]
-    withheld: tuple[Check, ...]
+    def __init__(self, progress: Progress | None, total: int) -> None:
+        self.progress = progress
+        self.total = total
+        self.done = 0
 
-    @property
-    def failed(self) -> CheckOutcome | None:
-        """The failure the headline reports: lowest precedence wins."""
-        failures = [o for o in self.outcomes if o.status is Status.FAILED]
-        return min(failures, key=lambda o: o.check.precedence, default=None)
-
-    @property
-    def all_passed(self) -> bool:
-        return all(o.status is Status.PASSED for o in self.outcomes)
+    async def say(self, message: str) -> None:
+        if self.progress is not None:
+            await self.progress(self.done, self.total, message)
 
 
 async def run_checks(
-    checks: Sequence[Check],
+    checks: Iterable[Check],
     level: int | None,
     daemon: Daemon,
     *,
@@ -52,19 +64,12 @@ async def run_checks(
     progress: Progress | None = None,
 ) -> Outcome:
     """`level` None runs everything (the evaluator); `coverage` False runs covered checks too."""
-    enabled = sorted((c for c in checks if c.runs_at(level)), key=lambda c: c.order)
-    withheld = tuple(sorted((c for c in checks if not c.runs_at(level)), key=lambda c: c.order))
-    counts = await daemon.case_counts(enabled) if enabled else {}
-    total = sum(n or 0 for n in counts.values())
-    done = 0
-
-    async def report(message: str) -> None:
-        if progress is not None:
-            await progress(done, total, message)
-
+    split = split_by_level(checks, level)
+    counts = await daemon.case_counts(split.enabled) if split.enabled else {}
+    counter = _Counter(progress, sum(n or 0 for n in counts.values()))
     outcomes: dict[str, CheckOutcome] = {}
     blocker: Check | None = None
-    for check in enabled:
+    for check in split.enabled:
         count = counts[check.key]
         cover = outcomes.get(check.covered_by) if coverage and check.covered_by else None
         if blocker is not None:
@@ -73,29 +78,31 @@ async def run_checks(
             outcome = CheckOutcome(check, Status.NOT_RUN, unsupported=True)
         elif count and cover is not None and cover.status is Status.PASSED and cover.total_cases:
             outcome = CheckOutcome(check, Status.PASSED, count, covered_by=cover.check)
-            done += count
         else:
-            await report(f"{check.name}: started")
-            results: list[CaseResult] = []
-            for index in range(count):
-                if count > 1:
-                    await report(f"{check.name}: case {index + 1} of {count} started")
-                result = await daemon.run_case(check, index)
-                results.append(result)
-                done += 1
-                if count > 1:
-                    verdict = "passed" if result.passed else "FAILED"
-                    await report(f"{check.name}: case {index + 1} of {count} {verdict}")
-                if not result.passed and check.stop_at_first_failed_case:
-                    break
-            failed = any(not r.passed for r in results)
-            status = Status.FAILED if failed else Status.PASSED
-            outcome = CheckOutcome(check, status, count, tuple(results))
-            await report(f"{check.name}: {status.value}")
-            if failed and check.gate:
+            outcome = await _run_check(check, count, daemon, counter)
+            if outcome.status is Status.FAILED and check.gate:
                 blocker = check
         outcomes[check.key] = outcome
-    return Outcome(level, tuple(outcomes[c.key] for c in enabled), withheld)
+    return Outcome(level, tuple(outcomes[c.key] for c in split.enabled), split.withheld)
+
+
+async def _run_check(check: Check, count: int, daemon: Daemon, counter: _Counter) -> CheckOutcome:
+    await counter.say(f"{check.name}: started")
+    cases: list[CaseRun] = []
+    for index in range(count):
+        if count > 1:
+            await counter.say(f"{check.name}: case {index + 1} of {count} started")
+        case = await daemon.run_case(check, index)
+        cases.append(case)
+        counter.done += 1
+        if count > 1:
+            verdict = "passed" if case.passed else "FAILED"
+            await counter.say(f"{check.name}: case {index + 1} of {count} {verdict}")
+        if not case.passed and check.stop_at_first_failed_case:
+            break
+    status = Status.FAILED if any(not case.passed for case in cases) else Status.PASSED
+    await counter.say(f"{check.name}: {status.value}")
+    return CheckOutcome(check, status, count, tuple(cases))
 
 
 async def _failed_logs(daemon: Daemon, outcome: CheckOutcome) -> AsyncIterator[bytes]:
@@ -106,7 +113,7 @@ async def _failed_logs(daemon: Daemon, outcome: CheckOutcome) -> AsyncIterator[b
                 yield chunk
 
 
-async def _view_failed_log(daemon: Daemon, outcome: CheckOutcome, log_dir: Path) -> LogView:
+async def view_failed_log(daemon: Daemon, outcome: CheckOutcome, log_dir: Path) -> LogView:
     """The failed check's log as the report shows it: from local files when the daemon runs in
     this process (copied by the kernel, off the event loop), else streamed from the daemon."""
     files = daemon.open_local_logs([c for c in outcome.cases if not c.passed])
@@ -120,7 +127,7 @@ async def _view_failed_log(daemon: Daemon, outcome: CheckOutcome, log_dir: Path)
 
 
 async def run_test_patch(
-    checks: Sequence[Check],
+    checks: Iterable[Check],
     level: int,
     daemon: Daemon,
     log_dir: Path,
@@ -129,17 +136,12 @@ async def run_test_patch(
 ) -> str:
     """The whole of test_patch: run, fetch the headline check's log, render the report text.
 
-    A daemon fault anywhere becomes the internal-failure text; the cause goes to our own log.
+    Any failure of testing itself becomes the internal-failure text, its cause in our own log.
     """
     try:
         outcome = await run_checks(checks, level, daemon, progress=progress)
         failed = outcome.failed
-        view = None
-        if failed is not None:
-            view = await _view_failed_log(daemon, failed, log_dir)
-    except DaemonError as exc:
-        log.error("internal testing failure: %s", exc)
-        return INTERNAL_FAILURE
-    except asyncio.CancelledError:
-        raise
+        view = None if failed is None else await view_failed_log(daemon, failed, log_dir)
+    except Exception as exc:
+        return internal_failure(exc)
     return render(outcome, view)

@@ -1,4 +1,7 @@
-"""The daemon's wire models, shared by the daemon app and the client so both read one schema."""
+"""The daemon's wire models, shared by the daemon app and the client so both read one schema.
+
+A run's answer is the case record itself (`ssebench.core.case`), less its daemon-side fields.
+"""
 
 from __future__ import annotations
 
@@ -26,20 +29,6 @@ class CheckInfo(_Wire):
 
 class CheckList(_Wire):
     checks: list[CheckInfo]
-
-
-class CaseAnswer(_Wire):
-    """A judged case; the log itself stays in the daemon until fetched by `log_id`."""
-
-    key: str
-    index: int
-    passed: bool
-    exit_code: int | None
-    signal: int | None
-    timed_out: bool
-    seconds: float
-    log_id: str
-    log_size: int
 
 
 class ErrorAnswer(_Wire):

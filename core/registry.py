@@ -11,7 +11,8 @@ import pluggy
 from pydantic import BaseModel
 
 from ssebench.core import hookspecs
-from ssebench.core.check import Check
+from ssebench.core.check import Check, LevelSplit, split_by_level
+from ssebench.core.errors import PluginError
 from ssebench.core.levels import LEVELS
 
 ENTRY_POINT_GROUP = "ssebench.checks"
@@ -21,10 +22,6 @@ _KEY = re.compile(r"[A-Za-z0-9_-]+")
 _TABLE_KEYS = {"run", "cases", "timeout"}  # every check table has these
 
 
-class PluginError(Exception):
-    """A plugin that cannot be used: start-up stops, a benchmark must not run a check short."""
-
-
 @dataclass(frozen=True)
 class Registry:
     """The validated checks in run order, and where each came from."""
@@ -32,11 +29,8 @@ class Registry:
     checks: tuple[Check, ...]
     sources: dict[str, str]  # check key -> "entry point (distribution version)"
 
-    def enabled(self, level: int | None) -> list[Check]:
-        return [check for check in self.checks if check.runs_at(level)]
-
-    def withheld(self, level: int | None) -> list[Check]:
-        return [check for check in self.checks if not check.runs_at(level)]
+    def at_level(self, level: int | None) -> LevelSplit:
+        return split_by_level(self.checks, level)
 
     def by_key(self, key: str) -> Check | None:
         return next((check for check in self.checks if check.key == key), None)
@@ -58,15 +52,7 @@ def build_registry(*, plugins: Iterable[object] = (), use_entry_points: bool = T
     pm.add_hookspecs(hookspecs)
     labels: dict[str, str] = {}  # registered name -> how messages and `sources` name it
     if use_entry_points:
-        # ssebench's own checks first, so a clash is blamed on the plugin that came second.
-        found = entry_points(group=ENTRY_POINT_GROUP)
-        for ep in sorted(found, key=lambda e: (_distribution(e) != "ssebench", e.name)):
-            label = _describe(ep)
-            try:
-                plugin = ep.load()
-            except Exception as exc:
-                raise PluginError(f"Error loading plugin {label}: {_cause(exc)}") from None
-            _register(pm, labels, plugin, ep.name, label)
+        _load_entry_points(pm, labels)
     for plugin in plugins:
         if pm.is_registered(plugin):
             continue  # already loaded through its entry point
@@ -81,6 +67,27 @@ def build_registry(*, plugins: Iterable[object] = (), use_entry_points: bool = T
     except pluggy.PluginValidationError as exc:
         label = labels.get(pm.get_name(exc.plugin) or "", repr(exc.plugin))
         raise PluginError(f"Error loading plugin {label}: {_one_line(str(exc))}") from None
+    checks, sources = _collect(pm, labels)
+    _validate_relations(checks, sources)
+    return Registry(split_by_level(checks, None).enabled, sources)
+
+
+def _load_entry_points(pm: pluggy.PluginManager, labels: dict[str, str]) -> None:
+    # ssebench's own checks first, so a clash is blamed on the plugin that came second.
+    found = entry_points(group=ENTRY_POINT_GROUP)
+    for ep in sorted(found, key=lambda e: (_distribution(e) != "ssebench", e.name)):
+        label = _describe(ep)
+        try:
+            plugin = ep.load()
+        except Exception as exc:
+            raise PluginError(f"Error loading plugin {label}: {_cause(exc)}") from None
+        _register(pm, labels, plugin, ep.name, label)
+
+
+def _collect(
+    pm: pluggy.PluginManager, labels: dict[str, str]
+) -> tuple[list[Check], dict[str, str]]:
+    """Every plugin's checks, each validated on its own and against the ones before it."""
     impls = pm.hook.ssebench_checks.get_hookimpls()
     for name, label in labels.items():
         # An unmarked or misspelt hook would leave the benchmark a check short without a word.
@@ -113,9 +120,7 @@ def build_registry(*, plugins: Iterable[object] = (), use_entry_points: bool = T
                     )
             checks.append(check)
             sources[check.key] = label
-    checks.sort(key=lambda c: c.order)
-    _validate_relations(checks, sources)
-    return Registry(tuple(checks), sources)
+    return checks, sources
 
 
 def _register(

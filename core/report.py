@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import logging
 
-from ssebench.core.check import CheckOutcome, Status
+from ssebench.core.check import CheckOutcome, Outcome
+from ssebench.core.errors import DaemonError
 from ssebench.core.levels import level_name
 from ssebench.core.logs import LogView
 
-if TYPE_CHECKING:
-    from ssebench.core.orchestrator import Outcome
+log = logging.getLogger("ssebench")
 
 INTERNAL_FAILURE = (
     "An internal testing failure occurred. Your patch is not responsible for this failure."
@@ -19,6 +19,16 @@ NOTHING_RAN = (
     "test_patch has nothing to run at this level, so this result says nothing about your patch."
 )
 NOT_SAVED = "(Full log could not be saved due to an internal error)"
+
+
+def internal_failure(cause: BaseException | str) -> str:
+    """The spec's answer when testing itself failed: the only place that gives it. The cause
+    goes to our own log (stderr), never to the agent; a bug of ours comes with its traceback."""
+    if isinstance(cause, str | DaemonError):
+        log.error("internal testing failure: %s", cause)
+    else:
+        log.error("internal testing failure", exc_info=cause)
+    return INTERNAL_FAILURE
 
 
 def check_line(outcome: CheckOutcome) -> str:
@@ -75,6 +85,3 @@ def render(outcome: Outcome, view: LogView | None = None) -> str:
     if failed is not None and view is not None:
         parts.append(log_section(failed.check.name, view))
     return "\n\n".join(parts)
-
-
-__all__ = ["INTERNAL_FAILURE", "Status", "render"]

@@ -7,6 +7,7 @@ from pathlib import Path
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from ssebench.core.errors import ConfigError
 from ssebench.core.levels import LevelError, parse_level
 
 # --daemon-api: "ssebench" is the public ssebench project's daemon API (its task containers),
@@ -17,10 +18,6 @@ DAEMON_API_HELP = (
     "the daemon's API: ssebench (alias upstream) for the daemon of ssebench task containers, "
     "native for `ssebench daemon`; default auto, whichever answers"
 )
-
-
-class ConfigError(Exception):
-    """A bad setting or task: reported as one line, exit status 2."""
 
 
 class Settings(BaseSettings):

@@ -14,7 +14,8 @@ import re
 import shutil
 import tempfile
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from pathlib import Path
 
 from starlette.applications import Starlette
@@ -22,10 +23,12 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from ssebench.core.check import CaseRun, Check
-from ssebench.core.protocol import API_PREFIX, CaseAnswer, CheckInfo, CheckList, Health
+from ssebench.core.case import CaseRun, case_to_wire
+from ssebench.core.check import Check
+from ssebench.core.protocol import API_PREFIX, CheckInfo, CheckList, Health
 from ssebench.core.registry import Registry
-from ssebench.daemon.runner import RunnerError, disown_folder, own_folder, run_command
+from ssebench.daemon.guard import disown_folder, own_folder
+from ssebench.daemon.runner import RunnerError, run_command
 from ssebench.daemon.task import DEFAULT_TIMEOUT, Task
 
 log = logging.getLogger("ssebench.daemon")
@@ -65,7 +68,7 @@ class Daemon:
 
     async def checks(self, request: Request) -> Response:
         infos = []
-        for check in self.registry.enabled(self.level):
+        for check in self.registry.at_level(self.level).enabled:
             table = self.task.checks.get(check.key)
             infos.append(
                 CheckInfo(
@@ -105,9 +108,9 @@ class Daemon:
         except RunnerError as exc:
             log.error("%s", exc)
             return _error(500, str(exc))
-        return JSONResponse(answer.model_dump())
+        return JSONResponse(case_to_wire(answer))
 
-    async def _run(self, key: str, index: int) -> CaseAnswer:
+    async def _run(self, key: str, index: int) -> CaseRun:
         table = self.task.checks[key]
         async with self.lock:
             log_id = uuid.uuid4().hex
@@ -131,26 +134,16 @@ class Daemon:
                 timeout=table.timeout,
                 log_path=log_path,
             )
-            case_run = CaseRun(
-                exit_code=finished.exit_code,
-                signal=finished.signal,
-                timed_out=finished.timed_out,
-                seconds=finished.seconds,
-                log_path=log_path,
+            run = replace(
+                finished,
                 options=table.options,
-            )
-            passed = await asyncio.to_thread(table.check.judge, case_run)
-            return CaseAnswer(
                 key=key,
                 index=index,
-                passed=bool(passed),
-                exit_code=finished.exit_code,
-                signal=finished.signal,
-                timed_out=finished.timed_out,
-                seconds=round(finished.seconds, 3),
                 log_id=log_id,
                 log_size=log_path.stat().st_size,
             )
+            passed = await asyncio.to_thread(table.check.judge, run)
+            return replace(run, passed=bool(passed))
 
     async def other(self, request: Request) -> Response:
         """Anything else under a check: still 403 when withheld, so no route probes it."""
@@ -174,6 +167,12 @@ class Daemon:
 async def _disconnected(request: Request) -> None:
     while (await request.receive())["type"] != "http.disconnect":
         pass
+
+
+def spool_lookup(app: Starlette) -> Callable[[str], Path | None]:
+    """Where an app made by `create_app` spooled each log: for a client in this same process."""
+    daemon: Daemon = app.state.daemon
+    return daemon.log_path
 
 
 def create_app(

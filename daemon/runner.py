@@ -6,8 +6,7 @@ open cannot hang the check: we wait for the shell alone, then kill whatever is l
 
 The shell's end is awaited through a pidfd on the event loop, not asyncio's child watcher,
 which in Python 3.11 starts a thread for every process. A running group is also registered
-with a guard process, which kills it if this process dies first (SIGKILL leaves no chance to
-clean up), so a killed daemon leaves no command running behind it, nor its spool of logs.
+with the guard (daemon/guard.py), which kills it if this process dies first.
 """
 
 from __future__ import annotations
@@ -20,8 +19,10 @@ import subprocess
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
+
+from ssebench.core.case import CaseRun
+from ssebench.daemon.guard import GUARD
 
 GRACE_SECONDS = 1.0
 CASE_VARIABLE = "SSE_CASE_ID"  # in every case's environment: how its escaped processes are found
@@ -31,117 +32,6 @@ _POLL_SECONDS = 0.01  # only where pidfd_open is missing (Linux before 5.3)
 
 class RunnerError(Exception):
     """The command could not be started at all; an internal failure, not the check failing."""
-
-
-@dataclass(frozen=True)
-class Finished:
-    exit_code: int | None  # None when a signal ended it
-    signal: int | None
-    timed_out: bool
-    seconds: float
-
-
-# Reads "+ PGID" / "- PGID" and "d+ DIR" / "d- DIR" lines; at end of input, which comes when
-# every copy of the write end is closed (our process died), it kills the groups and removes
-# the folders still registered.
-_GUARD_SCRIPT = """
-declare -A groups dirs
-while IFS= read -r line; do
-  case "$line" in
-    "+ "*) groups[${line#+ }]=1 ;;
-    "- "*) unset "groups[${line#- }]" ;;
-    "d+ "*) dirs[${line#d+ }]=1 ;;
-    "d- "*) unset "dirs[${line#d- }]" ;;
-  esac
-done
-for id in "${!groups[@]}"; do kill -KILL -- "-$id" 2>/dev/null; done
-for dir in "${!dirs[@]}"; do rm -rf -- "$dir"; done
-"""
-
-
-class _Guard:
-    """The process-wide guard: started on first use, ends when its pipe closes with us.
-
-    It runs in its own session with no output, so neither a terminal's signals nor a reader
-    of our stdout ever waits on it. What is registered is also kept here, so a guard that had
-    to be started again (it was killed, or we are a forked child) learns all of it. It is best
-    effort: a guard that cannot start or stalls costs the protection, never a run.
-    """
-
-    def __init__(self) -> None:
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._pipe: int | None = None
-        self._pid = 0  # the process that started the guard
-        self._lines: set[str] = set()
-
-    def add(self, pgid: int) -> None:
-        self._register(f"+ {pgid}", f"- {pgid}")
-
-    def remove(self, pgid: int) -> None:
-        self._register(f"- {pgid}", f"+ {pgid}")
-
-    def own(self, folder: Path) -> None:
-        """Remove `folder` if we die without doing it ourselves."""
-        if "\n" not in str(folder):
-            self._register(f"d+ {folder}", f"d- {folder}")
-
-    def disown(self, folder: Path) -> None:
-        if "\n" not in str(folder):
-            self._register(f"d- {folder}", f"d+ {folder}")
-
-    def _register(self, line: str, undone: str) -> None:
-        if undone in self._lines:
-            self._lines.discard(undone)
-        elif line.startswith(("+", "d+")):
-            self._lines.add(line)
-        else:
-            return  # never registered: nothing to tell
-        alive = self._proc is not None and self._proc.poll() is None
-        if alive and self._pipe is not None and self._pid == os.getpid():
-            self._write(f"{line}\n")
-        elif self._lines:
-            self._start()
-
-    def _write(self, text: str) -> None:
-        if self._pipe is not None:
-            with contextlib.suppress(OSError):
-                os.write(self._pipe, text.encode())
-
-    def _start(self) -> None:
-        if self._pipe is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._pipe)  # in a forked child, the parent's copy: it is not ours
-        self._pipe = None
-        read_end, write_end = os.pipe()
-        try:
-            self._proc = subprocess.Popen(
-                ["bash", "-c", _GUARD_SCRIPT],
-                stdin=read_end,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        except OSError:
-            os.close(write_end)
-            return
-        finally:
-            os.close(read_end)
-        os.set_blocking(write_end, False)  # a stalled guard must not block the event loop
-        self._pipe = write_end
-        self._pid = os.getpid()
-        self._write("".join(f"{line}\n" for line in sorted(self._lines)))
-
-
-_GUARD = _Guard()
-
-
-def own_folder(folder: Path) -> None:
-    """The daemon's spool: removed by the guard should this process die before removing it."""
-    _GUARD.own(folder)
-
-
-def disown_folder(folder: Path) -> None:
-    _GUARD.disown(folder)
 
 
 def _kill_escaped(case_id: str) -> int:
@@ -226,7 +116,7 @@ async def run_command(
     timeout: float,
     log_path: Path,
     grace: float = GRACE_SECONDS,
-) -> Finished:
+) -> CaseRun:
     """Run `command`; on timeout or cancellation the whole process group is stopped, and
     at its end whatever it left running, in its group or escaped from it."""
     started = time.monotonic()
@@ -244,7 +134,7 @@ async def run_command(
             )
     except OSError as exc:
         raise RunnerError(f"cannot start {command!r} in {cwd}: {exc}") from exc
-    _GUARD.add(proc.pid)
+    GUARD.add(proc.pid)
     timed_out = False
     try:
         try:
@@ -261,15 +151,19 @@ async def run_command(
             await asyncio.shield(_stop_group(proc, grace))
         _killpg(proc.pid, signal.SIGKILL)
         _kill_escaped(case_id)
-        _GUARD.remove(proc.pid)
+        GUARD.remove(proc.pid)
         raise
     # Leftovers (background children) belong to a finished case: they go.
     _killpg(proc.pid, signal.SIGKILL)
     _kill_escaped(case_id)
-    _GUARD.remove(proc.pid)
+    GUARD.remove(proc.pid)
     seconds = time.monotonic() - started
     code = proc.returncode
     assert code is not None
-    if code < 0:
-        return Finished(exit_code=None, signal=-code, timed_out=timed_out, seconds=seconds)
-    return Finished(exit_code=code, signal=None, timed_out=timed_out, seconds=seconds)
+    return CaseRun(
+        exit_code=None if code < 0 else code,
+        signal=-code if code < 0 else None,
+        timed_out=timed_out,
+        seconds=round(seconds, 3),
+        log_path=log_path,
+    )

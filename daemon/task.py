@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from ssebench.core.check import Check
-from ssebench.core.settings import ConfigError
+from ssebench.core.errors import ConfigError
 
 DEFAULT_TIMEOUT = 3600.0
 _TABLE_KEYS = {"run", "cases", "timeout"}

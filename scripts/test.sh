@@ -4,5 +4,5 @@ source "$(dirname "$0")/venv.sh"
 cd "$root"
 ruff check .
 ruff format --check .
-mypy core daemon plugins testing
+bash scripts/typecheck.sh
 exec pytest "$@"

@@ -10,21 +10,24 @@ from __future__ import annotations
 import asyncio
 import json
 import tempfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
-from ssebench.core.check import CaseResult, Check, CheckOutcome
-from ssebench.core.client import HttpDaemon
-from ssebench.core.connect import local_daemon
-from ssebench.core.orchestrator import Outcome, run_checks, run_test_patch
+from ssebench.core.case import CaseRun
+from ssebench.core.check import Check, CheckOutcome, Outcome
+from ssebench.core.orchestrator import run_checks, run_test_patch
 from ssebench.core.registry import Registry, build_registry
 from ssebench.daemon.task import load_task
 
+if TYPE_CHECKING:  # the kit is a pytest plugin of every session: no transport at import
+    from ssebench.core.daemons.native import HttpDaemon
+
 Table = str | Sequence[str] | Mapping[str, Any]
+T = TypeVar("T")
 
 
 def _toml_value(value: Any) -> str:
@@ -72,25 +75,27 @@ class TaskHandle:
             raise KeyError(f"no check with key {key!r} is registered")
         return found
 
-    async def _with_daemon(self, level: int | None, job: Callable[[HttpDaemon], Any]) -> Any:
-        async with local_daemon(self.path, self.registry, level) as daemon:
-            return await job(daemon)
+    def _with_daemon(self, level: int | None, job: Callable[[HttpDaemon], Awaitable[T]]) -> T:
+        """Run `job` against a daemon of this task at `level`, made for the run alone."""
+
+        from ssebench.core.daemons.inprocess import local_daemon
+
+        async def main() -> T:
+            async with local_daemon(self.path, self.registry, level) as daemon:
+                return await job(daemon)
+
+        return asyncio.run(main())
 
     def report(self, level: int) -> str:
         """Exactly what test_patch returns at `level`."""
-        return asyncio.run(
-            self._with_daemon(
-                level,
-                lambda d: run_test_patch(self.registry.checks, level, d, self.log_dir),
-            )
+        return self._with_daemon(
+            level, lambda d: run_test_patch(self.registry.checks, level, d, self.log_dir)
         )
 
     def outcome(self, level: int | None, *, coverage: bool = True) -> Outcome:
         """Every enabled check's outcome; `level` None runs all, as the evaluator does."""
-        return asyncio.run(
-            self._with_daemon(
-                level, lambda d: run_checks(self.registry.checks, level, d, coverage=coverage)
-            )
+        return self._with_daemon(
+            level, lambda d: run_checks(self.registry.checks, level, d, coverage=coverage)
         )
 
     def enabled_check(self, key: str, level: int | None) -> Check:
@@ -103,9 +108,7 @@ class TaskHandle:
     def run_check(self, key: str, level: int | None = None) -> CheckOutcome:
         """One check alone, no gate or coverage from the others."""
         check = self.enabled_check(key, level)
-        outcome = asyncio.run(
-            self._with_daemon(level, lambda d: run_checks([check], level, d, coverage=False))
-        )
+        outcome = self._with_daemon(level, lambda d: run_checks([check], level, d, coverage=False))
         return outcome.outcomes[0]
 
     def case_logs(self, key: str, level: int | None = None) -> list[bytes]:
@@ -119,10 +122,10 @@ class TaskHandle:
             outcome = await run_checks([check], level, daemon, coverage=False)
             return [await _read(daemon, case) for case in outcome.outcomes[0].cases]
 
-        return asyncio.run(self._with_daemon(level, job))
+        return self._with_daemon(level, job)
 
 
-async def _read(daemon: HttpDaemon, case: CaseResult) -> bytes:
+async def _read(daemon: HttpDaemon, case: CaseRun) -> bytes:
     return b"".join([chunk async for chunk in daemon.log_chunks(case)])
 
 

@@ -7,6 +7,7 @@ internal-failure text.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gzip
 import json
 import socket
@@ -18,9 +19,10 @@ from typing import Any
 import httpx
 import pytest
 
-from ssebench.core import client as client_module
-from ssebench.core.check import CaseResult
-from ssebench.core.client import DaemonError, HttpDaemon
+from ssebench.core.case import CaseRun
+from ssebench.core.daemons.base import Timeouts
+from ssebench.core.daemons.native import HttpDaemon
+from ssebench.core.errors import DaemonError
 from ssebench.core.protocol import Health
 from ssebench.core.registry import build_registry
 from ssebench.daemon.app import create_app
@@ -66,30 +68,21 @@ def with_app(folder: Path, level: int | None, job: Callable[[HttpDaemon], Awaita
     return asyncio.run(main())
 
 
-async def collect(daemon: HttpDaemon, result: CaseResult) -> bytes:
+async def collect(daemon: HttpDaemon, result: CaseRun) -> bytes:
     return b"".join([chunk async for chunk in daemon.log_chunks(result)])
 
 
-def _timeless(result: CaseResult) -> CaseResult:
+def _timeless(result: CaseRun) -> CaseRun:
     assert 0 <= result.seconds < 10
     assert len(result.log_id) == 32
-    return CaseResult(
-        index=result.index,
-        passed=result.passed,
-        exit_code=result.exit_code,
-        signal=result.signal,
-        timed_out=result.timed_out,
-        seconds=0.0,
-        log_id="-",
-        log_size=result.log_size,
-    )
+    return dataclasses.replace(result, key="", seconds=0.0, log_id="-")
 
 
 def test_happy_path_against_the_real_app(tmp_path: Path) -> None:
     async def job(daemon: HttpDaemon) -> list[Any]:
         health = await daemon.health()
         counts = await daemon.case_counts([BUILD, POCS, FUNCTIONAL])
-        timeouts = dict(daemon.timeouts)
+        timeouts = dict(daemon.case_timeouts)
         built = await daemon.run_case(BUILD, 0)
         built_log = await collect(daemon, built)
         poc1 = await daemon.run_case(POCS, 1)
@@ -110,11 +103,11 @@ def test_happy_path_against_the_real_app(tmp_path: Path) -> None:
         {"build": 1, "pocs": 2, "functional": 1},
         {"build": 30.0, "pocs": 20.0, "functional": 3600.0},
         (
-            CaseResult(0, True, 0, None, False, 0.0, "-", 13),
+            CaseRun(0, None, False, 0.0, index=0, passed=True, log_id="-", log_size=13),
             b"built\x00\xff\nwarn\n",
         ),
-        (CaseResult(1, False, None, 11, False, 0.0, "-", 5), b"poc1\n"),
-        (CaseResult(0, False, 2, None, False, 0.0, "-", 0), b""),
+        (CaseRun(None, 11, False, 0.0, index=1, passed=False, log_id="-", log_size=5), b"poc1\n"),
+        (CaseRun(2, None, False, 0.0, index=0, passed=False, log_id="-", log_size=0), b""),
     ]
 
 
@@ -158,7 +151,9 @@ ANSWER_OK = {
     "log_id": "abc",
     "log_size": 10,
 }
-RESULT = CaseResult(1, False, None, 11, False, 0.25, "abc", 10)
+RESULT = CaseRun(
+    None, 11, False, 0.25, key="pocs", index=1, passed=False, log_id="abc", log_size=10
+)
 
 
 def mocked(handler: Callable[[httpx.Request], httpx.Response]) -> HttpDaemon:
@@ -355,9 +350,10 @@ def _closed_port() -> int:
         return sock.getsockname()[1]
 
 
-def real(port: int, call: str) -> str:
+def real(port: int, call: str, timeouts: Timeouts | None = None) -> str:
     async def main() -> str:
-        daemon = HttpDaemon(httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}"))
+        client = httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}")
+        daemon = HttpDaemon(client, timeouts=timeouts)
         async with daemon.client:
             with pytest.raises(DaemonError) as caught:
                 if call == "counts":
@@ -424,12 +420,9 @@ def test_a_log_cut_short_by_the_server(raw_server: tuple[int, list[bytes]]) -> N
     )
 
 
-def test_a_silent_daemon_is_a_read_timeout(
-    raw_server: tuple[int, list[bytes]], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(client_module, "QUERY_TIMEOUT", 0.3)
+def test_a_silent_daemon_is_a_read_timeout(raw_server: tuple[int, list[bytes]]) -> None:
     port, _ = raw_server
-    assert real(port, "counts") == "GET /v1/checks: ReadTimeout"
+    assert real(port, "counts", Timeouts(query=0.3)) == "GET /v1/checks: ReadTimeout"
 
 
 def test_queries_have_a_time_limit_by_default() -> None:
@@ -480,6 +473,9 @@ def test_a_log_sent_compressed_counts_its_own_bytes() -> None:
     async def main() -> bytes:
         daemon = mocked(handler)
         async with daemon.client:
-            return await collect(daemon, CaseResult(0, True, 0, None, False, 0.1, "z", len(log)))
+            return await collect(
+                daemon,
+                CaseRun(0, None, False, 0.1, index=0, passed=True, log_id="z", log_size=len(log)),
+            )
 
     assert asyncio.run(main()) == log

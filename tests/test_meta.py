@@ -126,4 +126,4 @@ def test_imports_load_no_server_and_no_plugin() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=60
     )
     assert (done.returncode, done.stderr) == (0, "")
-    assert json.loads(done.stdout) == {"plugins": [], "core": [], "kit": ["httpx"]}
+    assert json.loads(done.stdout) == {"plugins": [], "core": [], "kit": []}

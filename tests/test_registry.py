@@ -14,7 +14,8 @@ import pytest
 
 import ssebench.plugins.build
 from ssebench.core import Check, hookimpl
-from ssebench.core.registry import PluginError, Registry, build_registry
+from ssebench.core.errors import PluginError
+from ssebench.core.registry import Registry, build_registry
 from ssebench.plugins.build import BUILD
 from ssebench.plugins.functional import FUNCTIONAL
 from ssebench.plugins.intent import INTENT
@@ -147,15 +148,15 @@ def test_the_fake_distribution_leaves_with_its_test() -> None:
 
 def test_registry_lookups() -> None:
     registry = build_registry()
-    assert registry.enabled(None) == [BUILD, POCS, INTENT, FUNCTIONAL]
-    assert registry.enabled(0) == [BUILD, POCS, INTENT, FUNCTIONAL]
-    assert registry.enabled(1) == [BUILD, POCS, FUNCTIONAL]
-    assert registry.enabled(2) == [BUILD, FUNCTIONAL]
-    assert registry.enabled(3) == [BUILD]
-    assert registry.enabled(4) == []
-    assert registry.withheld(2) == [POCS, INTENT]
-    assert registry.withheld(4) == [BUILD, POCS, INTENT, FUNCTIONAL]
-    assert registry.withheld(None) == []
+    assert registry.at_level(None).enabled == (BUILD, POCS, INTENT, FUNCTIONAL)
+    assert registry.at_level(0).enabled == (BUILD, POCS, INTENT, FUNCTIONAL)
+    assert registry.at_level(1).enabled == (BUILD, POCS, FUNCTIONAL)
+    assert registry.at_level(2).enabled == (BUILD, FUNCTIONAL)
+    assert registry.at_level(3).enabled == (BUILD,)
+    assert registry.at_level(4).enabled == ()
+    assert registry.at_level(2).withheld == (POCS, INTENT)
+    assert registry.at_level(4).withheld == (BUILD, POCS, INTENT, FUNCTIONAL)
+    assert registry.at_level(None).withheld == ()
     assert registry.by_key("pocs") is POCS
     assert registry.by_key("PoCs") is None
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import httpx
 
-from ssebench.core.client import HttpDaemon
+from ssebench.core.daemons.native import HttpDaemon
 from ssebench.core.orchestrator import run_test_patch
 from ssebench.core.registry import build_registry
 from ssebench.daemon.app import create_app

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from ssebench.daemon.runner import Finished, RunnerError, run_command
+from ssebench.core.case import CaseRun
+from ssebench.daemon.runner import RunnerError, run_command
 
 LIVE_DEADLINE = 2.0
 REAP_DEADLINE = 4.0
@@ -25,7 +26,7 @@ REAP_DEADLINE = 4.0
 
 def _run(
     command: str, where: Path, *, timeout: float = 10.0, grace: float = 1.0, env=None
-) -> Finished:
+) -> CaseRun:
     return asyncio.run(
         run_command(
             command,
@@ -38,9 +39,9 @@ def _run(
     )
 
 
-def _outcome(finished: Finished) -> Finished:
-    """The result without its duration, so whole results compare."""
-    return dataclasses.replace(finished, seconds=0.0)
+def _outcome(finished: CaseRun) -> CaseRun:
+    """The result without its duration and log, so whole results compare."""
+    return dataclasses.replace(finished, seconds=0.0, log_path=None)
 
 
 def _stat(pid: int) -> tuple[str, int] | None:
@@ -120,14 +121,14 @@ def _kill_leftovers(tmp_path: Path):
 @pytest.mark.parametrize(
     ("command", "expected"),
     [
-        ("true", Finished(exit_code=0, signal=None, timed_out=False, seconds=0.0)),
-        ("false", Finished(exit_code=1, signal=None, timed_out=False, seconds=0.0)),
-        ("exit 3", Finished(exit_code=3, signal=None, timed_out=False, seconds=0.0)),
-        ("exit 255", Finished(exit_code=255, signal=None, timed_out=False, seconds=0.0)),
-        ("no-such-command-xyz", Finished(exit_code=127, signal=None, timed_out=False, seconds=0.0)),
+        ("true", CaseRun(exit_code=0, signal=None, timed_out=False, seconds=0.0)),
+        ("false", CaseRun(exit_code=1, signal=None, timed_out=False, seconds=0.0)),
+        ("exit 3", CaseRun(exit_code=3, signal=None, timed_out=False, seconds=0.0)),
+        ("exit 255", CaseRun(exit_code=255, signal=None, timed_out=False, seconds=0.0)),
+        ("no-such-command-xyz", CaseRun(exit_code=127, signal=None, timed_out=False, seconds=0.0)),
     ],
 )
-def test_exit_status(tmp_path: Path, command: str, expected: Finished) -> None:
+def test_exit_status(tmp_path: Path, command: str, expected: CaseRun) -> None:
     assert _outcome(_run(command, tmp_path)) == expected
 
 
@@ -138,7 +139,7 @@ def test_seconds_measures_the_run(tmp_path: Path) -> None:
 
 def test_death_by_signal_reports_the_signal(tmp_path: Path) -> None:
     finished = _run("echo before; kill -SEGV $$", tmp_path)
-    assert _outcome(finished) == Finished(exit_code=None, signal=11, timed_out=False, seconds=0.0)
+    assert _outcome(finished) == CaseRun(exit_code=None, signal=11, timed_out=False, seconds=0.0)
     assert (tmp_path / "case.log").read_bytes() == b"before\n"
 
 
@@ -146,12 +147,12 @@ def test_a_single_command_is_execed_so_its_signal_is_seen(tmp_path: Path) -> Non
     # bash -c execs a lone command (even through a nested bash -c): no shell is left to turn
     # the signal into 128+N.
     finished = _run("""bash -c 'sh -c "kill -SEGV \\$\\$"'""", tmp_path)
-    assert _outcome(finished) == Finished(exit_code=None, signal=11, timed_out=False, seconds=0.0)
+    assert _outcome(finished) == CaseRun(exit_code=None, signal=11, timed_out=False, seconds=0.0)
 
 
 def test_a_shell_reports_a_child_signal_as_128_plus_n(tmp_path: Path) -> None:
     finished = _run("sh -c 'kill -SEGV $$'; exit $?", tmp_path)
-    assert _outcome(finished) == Finished(exit_code=139, signal=None, timed_out=False, seconds=0.0)
+    assert _outcome(finished) == CaseRun(exit_code=139, signal=None, timed_out=False, seconds=0.0)
 
 
 def test_timeout_kills_the_command_and_its_children(tmp_path: Path) -> None:
@@ -162,7 +163,7 @@ def test_timeout_kills_the_command_and_its_children(tmp_path: Path) -> None:
     started = time.monotonic()
     finished = _run(command, tmp_path, timeout=1.0, grace=1.0)
     returned = time.monotonic() - started
-    assert _outcome(finished) == Finished(exit_code=None, signal=15, timed_out=True, seconds=0.0)
+    assert _outcome(finished) == CaseRun(exit_code=None, signal=15, timed_out=True, seconds=0.0)
     assert 1.0 <= finished.seconds < 2.0
     assert returned < 2.5
     [pgid] = _read_ints(tmp_path / "pgid")
@@ -178,7 +179,7 @@ def test_a_command_ignoring_sigterm_is_killed_after_the_grace(tmp_path: Path) ->
     started = time.monotonic()
     finished = _run(command, tmp_path, timeout=1.0, grace=0.5)
     returned = time.monotonic() - started
-    assert _outcome(finished) == Finished(exit_code=None, signal=9, timed_out=True, seconds=0.0)
+    assert _outcome(finished) == CaseRun(exit_code=None, signal=9, timed_out=True, seconds=0.0)
     assert 1.4 <= returned < 3.0
     [pgid] = _read_ints(tmp_path / "pgid")
     live, _ = wait_group_gone(pgid)
@@ -193,7 +194,7 @@ def test_a_shell_that_dies_on_sigterm_does_not_spare_a_child_that_ignores_it(
     started = time.monotonic()
     finished = _run(command, tmp_path, timeout=1.0, grace=0.5)
     returned = time.monotonic() - started
-    assert _outcome(finished) == Finished(exit_code=None, signal=15, timed_out=True, seconds=0.0)
+    assert _outcome(finished) == CaseRun(exit_code=None, signal=15, timed_out=True, seconds=0.0)
     assert returned < 2.5
     [pgid] = _read_ints(tmp_path / "pgid")
     wait_group_gone(pgid)
@@ -213,7 +214,7 @@ def test_a_background_child_holding_stdout_does_not_hang_the_run(
     started = time.monotonic()
     finished = _run(command, tmp_path, timeout=20.0)
     returned = time.monotonic() - started
-    assert _outcome(finished) == Finished(exit_code=0, signal=None, timed_out=False, seconds=0.0)
+    assert _outcome(finished) == CaseRun(exit_code=0, signal=None, timed_out=False, seconds=0.0)
     assert returned < 3.0
     assert (tmp_path / "case.log").read_bytes() == b"done\n"
     [pgid] = _read_ints(tmp_path / "pgid")
@@ -284,7 +285,7 @@ def test_a_large_random_output_is_saved_byte_exact(tmp_path: Path) -> None:
 
 def test_stdin_is_empty(tmp_path: Path) -> None:
     finished = _run("cat; echo end", tmp_path, timeout=5.0)
-    assert _outcome(finished) == Finished(exit_code=0, signal=None, timed_out=False, seconds=0.0)
+    assert _outcome(finished) == CaseRun(exit_code=0, signal=None, timed_out=False, seconds=0.0)
     assert (tmp_path / "case.log").read_bytes() == b"end\n"
 
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ssebench.core.settings import ConfigError, load_settings
+from ssebench.core.errors import ConfigError
+from ssebench.core.settings import load_settings
 
 VARIABLES = ("SSE_DIFFICULTY", "SSE_MCP_TIMEOUT", "MCP_LOG_DIR", "SSE_DAEMON_URL")
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from ssebench.core.errors import ConfigError
 from ssebench.core.registry import build_registry
-from ssebench.core.settings import ConfigError
 from ssebench.daemon.task import DEFAULT_TIMEOUT, Task, find_task_file, load_task
 from ssebench.plugins.poc import PocOptions, TriggeredIf
 

@@ -22,13 +22,13 @@ import pytest
 from upstream_standin import Standin, StandinTask, create_standin, free_port, serving
 
 from ssebench.core import Check, hookimpl
-from ssebench.core.client import DaemonError, HttpDaemon
-from ssebench.core.connect import Location, daemon_location, open_daemon
+from ssebench.core.daemons.connect import Location, daemon_location, open_daemon
+from ssebench.core.daemons.native import HttpDaemon
+from ssebench.core.daemons.upstream import UpstreamDaemon
+from ssebench.core.errors import ConfigError, DaemonError
 from ssebench.core.orchestrator import run_checks, run_test_patch
 from ssebench.core.registry import build_registry
 from ssebench.core.report import INTERNAL_FAILURE
-from ssebench.core.settings import ConfigError
-from ssebench.core.upstream import UpstreamDaemon
 from ssebench.daemon.app import create_app
 from ssebench.daemon.task import load_task
 from ssebench.testing import TaskHandle

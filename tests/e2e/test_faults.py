@@ -1,13 +1,14 @@
 """Every daemon fault returns exactly the internal-failure text, and the next call recovers.
 
-The server runs in sidecar mode against the real daemon app behind a switch that breaks it
-the ways a daemon breaks. Its time limits are shortened (a prelude sets the client's
-constants) so that a daemon that never answers fails the call in seconds, not minutes.
+The MCP server (in memory, through fastmcp's client) talks over real HTTP, in sidecar mode, to
+the real daemon app behind a switch that breaks it the ways a daemon breaks. Its client is
+given short time limits, so that a daemon that never answers fails the call in seconds.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -20,19 +21,19 @@ import uvicorn
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
 
+from ssebench.core.daemons.base import Timeouts
+from ssebench.core.daemons.connect import open_daemon
 from ssebench.core.registry import build_registry
 from ssebench.core.report import INTERNAL_FAILURE
+from ssebench.core.server.app import build_server
 from ssebench.daemon.app import create_app
 from ssebench.daemon.task import load_task
 
-from .conftest import check_text, clean_env, free_port, make_task, start_server
+from .conftest import check_text, clean_env, free_port, make_task
 
 pytestmark = pytest.mark.timeout(180)
 
-SHORT_TIMEOUTS = (
-    "import ssebench.core.client as c; c.RUN_MARGIN = 1.0; c.CONNECT_TIMEOUT = 2.0; "
-    "c.QUERY_TIMEOUT = 1.0"
-)
+SHORT_TIMEOUTS = Timeouts(connect=2.0, query=1.0, run_margin=1.0)
 
 
 class FaultyDaemon:
@@ -95,63 +96,83 @@ class Sidecar:
             self.thread.join(10)
 
 
+class Server:
+    """test_patch in memory, its daemon client at the sidecar's port; its log kept as lines."""
+
+    def __init__(self, port: int, log_dir: Path) -> None:
+        self.url = f"http://127.0.0.1:{port}"
+        self.log_dir = log_dir
+        self.lines: list[str] = []
+
+    def stderr(self) -> str:
+        return "".join(f"{line}\n" for line in self.lines)
+
+    def call(self) -> str:
+        handler = _Collect(self.lines)
+        logger = logging.getLogger("ssebench")
+        logger.addHandler(handler)
+        try:
+            return asyncio.run(self._call())
+        finally:
+            logger.removeHandler(handler)
+
+    async def _call(self) -> str:
+        registry = build_registry()
+        async with open_daemon("native", self.url, timeouts=SHORT_TIMEOUTS) as daemon:
+            mcp = build_server(registry.checks, 2, daemon, self.log_dir)
+            async with fastmcp.Client(mcp) as client:
+                result = await client.call_tool_mcp("test_patch", {}, timeout=60)
+        assert [block.type for block in result.content] == ["text"]
+        return str(result.content[0].text)
+
+
+class _Collect(logging.Handler):
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__()
+        self.lines = lines
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
 @pytest.fixture(scope="module")
-def sidecar(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Sidecar, Any, str]]:
+def sidecar(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Sidecar, Server, str]]:
     tmp = tmp_path_factory.mktemp("faults")
     task = make_task(tmp / "task", "failing")
     env = clean_env(tmp)
     expected = check_text(task, 2, env)
     daemon = Sidecar(task, free_port())
-    server = start_server(
-        tmp,
-        ["--daemon-url", f"http://127.0.0.1:{daemon.port}", "--difficulty", "2"],
-        env=env,
-        prelude=SHORT_TIMEOUTS,
-        embedded=False,
-    )
     try:
-        yield daemon, server, expected
+        yield daemon, Server(daemon.port, Path(env["MCP_LOG_DIR"])), expected
     finally:
-        server.stop()
         daemon.stop()
-
-
-def _call(url: str) -> str:
-    async def call() -> str:
-        async with fastmcp.Client(url) as client:
-            result = await client.call_tool_mcp("test_patch", {}, timeout=60)
-            assert [block.type for block in result.content] == ["text"]
-            return result.content[0].text
-
-    return asyncio.run(call())
 
 
 FAULTS = ["5xx", "500-checks", "malformed", "wrong-shape", "hang", "hang-checks", "cut-log"]
 
 
-def test_unreachable_daemon_then_back(sidecar: tuple[Sidecar, Any, str]) -> None:
+def test_unreachable_daemon_then_back(sidecar: tuple[Sidecar, Server, str]) -> None:
     daemon, server, expected = sidecar
-    assert _call(server.url) == INTERNAL_FAILURE
+    assert server.call() == INTERNAL_FAILURE
     assert "internal testing failure" in server.stderr()
     assert "ConnectError" in server.stderr()
     daemon.start()
-    assert _call(server.url) == expected
+    assert server.call() == expected
 
 
 @pytest.mark.parametrize("fault", FAULTS)
-def test_daemon_fault_then_recovery(sidecar: tuple[Sidecar, Any, str], fault: str) -> None:
+def test_daemon_fault_then_recovery(sidecar: tuple[Sidecar, Server, str], fault: str) -> None:
     daemon, server, expected = sidecar
     if daemon.server is None:
         daemon.start()
     logged = len(server.stderr())
     daemon.app.fault = fault
     try:
-        assert _call(server.url) == INTERNAL_FAILURE
+        assert server.call() == INTERNAL_FAILURE
     finally:
         daemon.app.fault = None
     cause = server.stderr()[logged:]
     print(f"\n{fault}: {cause.strip()}")
     assert "internal testing failure" in cause, cause
     assert INTERNAL_FAILURE not in cause
-    assert _call(server.url) == expected
-    assert server.proc.poll() is None
+    assert server.call() == expected

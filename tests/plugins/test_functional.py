@@ -29,7 +29,6 @@ def test_fields() -> None:
         "options": None,
         "judge": exit_status_judge,
         "detail": default_detail,
-        "extra": {},
     }
 
 

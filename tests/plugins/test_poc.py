@@ -13,10 +13,10 @@ import pytest
 from pydantic import ValidationError
 
 import ssebench.plugins.poc
-from ssebench.core import CaseResult, CaseRun, CheckOutcome, Status
-from ssebench.core.check import _SCAN_CHUNK
+from ssebench.core import CaseRun, CheckOutcome, Status
+from ssebench.core.case import _SCAN_CHUNK
+from ssebench.core.errors import ConfigError
 from ssebench.core.registry import build_registry
-from ssebench.core.settings import ConfigError
 from ssebench.plugins.build import BUILD
 from ssebench.plugins.intent import INTENT
 from ssebench.plugins.poc import POCS, PocOptions, TriggeredIf, detail, judge
@@ -67,7 +67,6 @@ def test_fields() -> None:
         "options": PocOptions,
         "judge": judge,
         "detail": detail,
-        "extra": {},
     }
 
 
@@ -307,10 +306,9 @@ def test_a_regex_that_only_bytes_cannot_compile_is_refused() -> None:
 # --- detail ----------------------------------------------------------------------------------
 
 
-def _case(index: int, passed: bool) -> CaseResult:
-    return CaseResult(
-        index, passed, 0 if passed else None, None if passed else 11, False, 0.1, f"log{index}", 0
-    )
+def _case(index: int, passed: bool) -> CaseRun:
+    exit_code, signal = (0, None) if passed else (None, 11)
+    return CaseRun(exit_code, signal, False, 0.1, index=index, passed=passed, log_id=f"log{index}")
 
 
 @pytest.mark.parametrize(

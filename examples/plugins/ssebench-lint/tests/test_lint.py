@@ -9,8 +9,8 @@ import ssebench_lint
 from ssebench_lint import LintOptions
 
 from ssebench.core import CaseRun
+from ssebench.core.errors import ConfigError
 from ssebench.core.registry import build_registry
-from ssebench.core.settings import ConfigError
 
 ALONE = {"plugins": [ssebench_lint], "use_entry_points": False}
 REASON = (

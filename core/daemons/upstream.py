@@ -15,10 +15,12 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import httpx
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
-from ssebench.core.check import CaseResult, Check
-from ssebench.core.client import CONNECT_TIMEOUT, DaemonError
+from ssebench.core.case import CaseRun
+from ssebench.core.check import Check
+from ssebench.core.daemons.base import HttpApi, Timeouts
+from ssebench.core.errors import DaemonError
 
 # Our check key -> the upstream action that runs it. Only these four exist upstream.
 ACTIONS: dict[str, str] = {
@@ -29,8 +31,6 @@ ACTIONS: dict[str, str] = {
 }
 # The upstream daemon gives no time limits; a build may legitimately take an hour.
 RUN_TIMEOUT = 4 * 3600.0
-# The queries answer at once; a daemon that stays silent this long must not hang test_patch.
-QUERY_TIMEOUT = 60.0
 _CHUNK = 64 * 1024
 
 
@@ -66,7 +66,7 @@ def unsupported_checks(checks: Sequence[Check]) -> list[Check]:
     return [check for check in checks if check.key not in ACTIONS]
 
 
-class UpstreamDaemon:
+class UpstreamDaemon(HttpApi):
     """The upstream daemon's API (GET /version, /capabilities, /project; POST /tool/bencher).
 
     `grading` sends `{"grading": true}` with every action, as the evaluator does, which lifts
@@ -75,42 +75,26 @@ class UpstreamDaemon:
     """
 
     def __init__(
-        self, client: httpx.AsyncClient, *, grading: bool = False, run_timeout: float = RUN_TIMEOUT
+        self,
+        client: httpx.AsyncClient,
+        *,
+        grading: bool = False,
+        run_timeout: float = RUN_TIMEOUT,
+        timeouts: Timeouts | None = None,
     ) -> None:
-        self.client = client
+        super().__init__(client, timeouts=timeouts)
         self.grading = grading
         self.run_timeout = run_timeout
         self.pocs: list[str] = []
         # Only the current run's logs: a run starts with case_counts, which drops the older ones.
         self.logs: dict[str, bytes] = {}
 
-    async def _request(
-        self, method: str, path: str, model: type[BaseModel], *, timeout: float = QUERY_TIMEOUT,
-        json: dict[str, Any] | None = None,
-    ) -> BaseModel:  # fmt: skip
-        try:
-            response = await self.client.request(
-                method, path, json=json, timeout=httpx.Timeout(timeout, connect=CONNECT_TIMEOUT)
-            )
-        except httpx.HTTPError as exc:
-            raise DaemonError(f"{method} {path}: {describe_error(exc)}") from exc
-        if response.status_code != 200:
-            why = " (the daemon's level withholds it: its level and ours disagree)"
-            raise DaemonError(
-                f"{method} {path}: HTTP {response.status_code}"
-                f"{why if response.status_code == 403 else ''}: "
-                f"{_one_line(response.text[:200])}"
-            )
-        try:
-            return model.model_validate_json(response.content)
-        except ValidationError as exc:
-            message = _one_line(exc.errors()[0]["msg"])
-            raise DaemonError(f"{method} {path}: malformed answer: {message}") from None
+    def explain(self, status: int) -> str:
+        return " (the daemon's level withholds it: its level and ours disagree)" * (status == 403)
 
-    async def case_counts(self, checks: list[Check]) -> dict[str, int | None]:
+    async def case_counts(self, checks: Sequence[Check]) -> dict[str, int | None]:
         self.logs.clear()
-        caps = await self._request("GET", "/capabilities", Capabilities)
-        assert isinstance(caps, Capabilities)
+        caps = await self.query("GET", "/capabilities", Capabilities.model_validate_json)
         single = {
             "build": caps.can_build,
             "functional": caps.has_function_test,
@@ -128,8 +112,7 @@ class UpstreamDaemon:
 
     async def _list_pocs(self, caps: Capabilities) -> list[str]:
         """/project's PoC paths, in order; each is one case, run by its path."""
-        project = await self._request("GET", "/project", Project)
-        assert isinstance(project, Project)
+        project = await self.query("GET", "/project", Project.model_validate_json)
         if caps.poc_count != len(project.poc) or (project.poc and not caps.can_run_poc):
             # Which PoCs to run would be a guess, and a benchmark must not run a check short.
             raise DaemonError(
@@ -139,24 +122,26 @@ class UpstreamDaemon:
         self.pocs = project.poc
         return self.pocs
 
-    async def run_case(self, check: Check, index: int) -> CaseResult:
+    def _body(self, check: Check, action: str, index: int) -> dict[str, Any]:
+        if action != "run_poc":
+            if index != 0:
+                raise DaemonError(f"{check.name} has one case upstream, not case {index}")
+            return {"grading": self.grading}
+        if index >= len(self.pocs):
+            raise DaemonError(f"no PoC {index}: the daemon listed {len(self.pocs)}")
+        # The API gives run_poc only the path; the grading flag rides along when it is set.
+        return {"poc": self.pocs[index], **({"grading": True} if self.grading else {})}
+
+    async def run_case(self, check: Check, index: int) -> CaseRun:
         action = ACTIONS.get(check.key)
         if action is None:
             raise DaemonError(f"the upstream daemon has no action for {check.name}")
-        body: dict[str, Any] = {"grading": self.grading}
-        if action == "run_poc":
-            if index >= len(self.pocs):
-                raise DaemonError(f"no PoC {index}: the daemon listed {len(self.pocs)}")
-            # The API gives run_poc only the path; the grading flag rides along when it is set.
-            body = {"poc": self.pocs[index], **({"grading": True} if self.grading else {})}
-        elif index != 0:
-            raise DaemonError(f"{check.name} has one case upstream, not case {index}")
+        body = self._body(check, action, index)
         started = time.monotonic()
         path = f"/tool/bencher?action={action}"
-        answer = await self._request(
-            "POST", path, BencherResult, json=body, timeout=self.run_timeout
+        answer = await self.query(
+            "POST", path, BencherResult.model_validate_json, json=body, timeout=self.run_timeout
         )
-        assert isinstance(answer, BencherResult)
         seconds = time.monotonic() - started
         if action == "run_poc" and answer.code == -1:
             # -1 is the daemon's "nothing built yet": it says nothing about the patch.
@@ -164,25 +149,26 @@ class UpstreamDaemon:
         text = _utf8(answer.stdout) + _utf8(answer.stderr)
         log_id = uuid.uuid4().hex
         self.logs[log_id] = text
-        return CaseResult(
-            index=index,
-            passed=answer.code == 0,
+        return CaseRun(
             exit_code=answer.code,
             signal=None,
             timed_out=False,
             seconds=round(seconds, 3),
+            key=check.key,
+            index=index,
+            passed=answer.code == 0,
             log_id=log_id,
             log_size=len(text),
         )
 
-    async def log_chunks(self, result: CaseResult) -> AsyncIterator[bytes]:
-        text = self.logs.get(result.log_id)
+    async def log_chunks(self, case: CaseRun) -> AsyncIterator[bytes]:
+        text = self.logs.get(case.log_id)
         if text is None:
-            raise DaemonError(f"no log {result.log_id}: only the current run's logs are kept")
+            raise DaemonError(f"no log {case.log_id}: only the current run's logs are kept")
         for start in range(0, len(text), _CHUNK):
             yield text[start : start + _CHUNK]
 
-    def open_local_logs(self, results: Sequence[CaseResult]) -> None:
+    def open_local_logs(self, cases: Sequence[CaseRun]) -> None:
         return None  # its logs arrive in its answers, held here: nothing on our disk
 
 
@@ -192,14 +178,3 @@ def _utf8(text: str) -> bytes:
         return text.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:
         return text.encode("utf-8", "replace")
-
-
-def describe_error(exc: Exception) -> str:
-    """The exception's type, and its message when it has one (a timeout's is often empty)."""
-    message = _one_line(str(exc))
-    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
-
-
-def _one_line(text: str) -> str:
-    """DaemonError messages are one line; an error page or a traceback is not."""
-    return " ".join(text.split())

@@ -1,21 +1,51 @@
-"""An httpx transport that calls an ASGI app in-process and streams its answer.
+"""Our daemon app in this very process: `ssebench check`, `grade`, the testing kit, and `serve`.
+
+`local_daemon` reaches the daemon app over its real HTTP API without a port, through a
+transport that streams answers; `attach` gives a client for an app this process also serves
+on a socket (embedded `serve`). Either way a failed check's log is read from the spool.
 
 httpx's own ASGITransport collects the whole body before answering and never tells the app
-that the client went away. The in-process daemon (`ssebench check`, the testing kit) needs
-both: a 1 GiB log must pass through in bounded memory, and a cancelled call must reach the
-daemon as `http.disconnect`, so it stops the running command's process group.
+that the client went away. The in-process daemon needs both: a 1 GiB log must pass through in
+bounded memory, and a cancelled call must reach the daemon as `http.disconnect`, so it stops
+the running command's process group.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import tempfile
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
+from starlette.applications import Starlette
+
+from ssebench.core.daemons.native import HttpDaemon
+from ssebench.core.registry import Registry
+from ssebench.daemon.app import create_app, spool_lookup
+from ssebench.daemon.task import load_task
 
 _QUEUE_CHUNKS = 8  # at most this many body chunks wait for the reader
+
+
+def attach(app: Starlette, client: httpx.AsyncClient) -> HttpDaemon:
+    """A client of `app`, which runs in this process: logs are read from its spool."""
+    return HttpDaemon(client, local_logs=spool_lookup(app))
+
+
+@contextlib.asynccontextmanager
+async def local_daemon(
+    task_path: Path, registry: Registry, level: int | None
+) -> AsyncIterator[HttpDaemon]:
+    """Our daemon app in-process, reached over the same HTTP API without a port."""
+    task = load_task(task_path, registry.checks)
+    with tempfile.TemporaryDirectory(prefix="ssebench-spool-") as spool:
+        app = create_app(task, registry, level, spool=Path(spool))
+        transport = StreamingASGITransport(app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://daemon") as client:
+            yield attach(app, client)
 
 
 class StreamingASGITransport(httpx.AsyncBaseTransport):

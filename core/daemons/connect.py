@@ -1,4 +1,4 @@
-"""Choosing and opening a daemon client: our own /v1 API, the upstream API, or whichever answers.
+"""Choosing and opening a daemon client at an address: our /v1 API, the upstream one, or either.
 
 A task container may start its daemon after our server, so opening never fails because nothing
 answers: the connection says so, and every call probes again until a daemon is found; until
@@ -11,26 +11,29 @@ import asyncio
 import contextlib
 import logging
 import os
-import tempfile
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from typing import TypeVar
 
 import httpx
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
-from ssebench.core.check import CaseResult, Check
-from ssebench.core.client import Daemon, DaemonError, HttpDaemon
+from ssebench.core.case import CaseRun
+from ssebench.core.check import Check
+from ssebench.core.daemons.base import Timeouts, describe_error
+from ssebench.core.daemons.native import HttpDaemon
+from ssebench.core.daemons.upstream import UpstreamDaemon, Version, unsupported_checks
+from ssebench.core.errors import ConfigError, DaemonError
+from ssebench.core.orchestrator import Daemon
 from ssebench.core.protocol import API_PREFIX, Health
-from ssebench.core.registry import Registry
-from ssebench.core.settings import DAEMON_APIS, ConfigError
-from ssebench.core.upstream import UpstreamDaemon, Version, describe_error, unsupported_checks
+from ssebench.core.settings import DAEMON_APIS
 
 log = logging.getLogger("ssebench")
 
 SOCKET_VARIABLE = "SSE_DAEMON_SOCKET"
 TCP_VARIABLE = "SSE_AGENT_DOCKER"
 PROBE_TIMEOUT = 5.0
+M = TypeVar("M")
 
 
 @dataclass(frozen=True)
@@ -69,8 +72,8 @@ class _Unreachable(Exception):
     pass
 
 
-async def _probe(client: httpx.AsyncClient, path: str, model: type[BaseModel]) -> BaseModel | None:
-    """The answer when `path` answers as `model` says; None when something else answers."""
+async def _probe(client: httpx.AsyncClient, path: str, validate: Callable[[bytes], M]) -> M | None:
+    """The answer when `path` answers as `validate` expects; None when something else answers."""
     try:
         response = await client.get(path, timeout=PROBE_TIMEOUT)
     except httpx.HTTPError as exc:
@@ -78,7 +81,7 @@ async def _probe(client: httpx.AsyncClient, path: str, model: type[BaseModel]) -
     if response.status_code != 200:
         return None
     try:
-        return model.model_validate_json(response.content)
+        return validate(response.content)
     except ValidationError:
         return None
 
@@ -87,20 +90,33 @@ class DaemonConnection:
     """A `Daemon` that settles which API it speaks at the first answer, and sticks to it."""
 
     def __init__(
-        self, client: httpx.AsyncClient, location: Location, api: str, *, grading: bool
+        self,
+        client: httpx.AsyncClient,
+        location: Location,
+        api: str,
+        *,
+        grading: bool,
+        timeouts: Timeouts | None = None,
     ) -> None:
         self.client = client
         self.location = location
         self.api = "ssebench" if api == "upstream" else api
         self.grading = grading
+        self.timeouts = timeouts
         self.found: Daemon | None = None
         self.description = ""
         self._lock = asyncio.Lock()
         self._warn_at_first_call = False
         if self.api == "native":
-            self.found = HttpDaemon(client)
+            self.found = self._native()
         elif self.api == "ssebench":
-            self.found = UpstreamDaemon(client, grading=grading)
+            self.found = self._upstream()
+
+    def _native(self) -> HttpDaemon:
+        return HttpDaemon(self.client, timeouts=self.timeouts)
+
+    def _upstream(self) -> UpstreamDaemon:
+        return UpstreamDaemon(self.client, grading=self.grading, timeouts=self.timeouts)
 
     async def start(self) -> str:
         """Probe once to say what answers; never raises, whatever answers or not."""
@@ -118,16 +134,18 @@ class DaemonConnection:
         try:
             if self.api != "ssebench":
                 tried.append(f"GET {API_PREFIX}/health")
-                health = await _probe(self.client, f"{API_PREFIX}/health", Health)
-                if isinstance(health, Health):
-                    self.found = self.found or HttpDaemon(self.client)
+                health = await _probe(
+                    self.client, f"{API_PREFIX}/health", Health.model_validate_json
+                )
+                if health is not None:
+                    self.found = self.found or self._native()
                     level = "evaluator" if health.difficulty is None else health.difficulty
                     return f"the native daemon API (/v1, difficulty {level}) {where}"
             if self.api != "native":
                 tried.append("GET /version")
-                version = await _probe(self.client, "/version", Version)
-                if isinstance(version, Version):
-                    self.found = self.found or UpstreamDaemon(self.client, grading=self.grading)
+                version = await _probe(self.client, "/version", Version.model_validate_json)
+                if version is not None:
+                    self.found = self.found or self._upstream()
                     return f"the upstream ssebench daemon API (version {version.version}) {where}"
             problem = f"{' and '.join(tried)} got no answer of that API"
         except _Unreachable as exc:
@@ -155,7 +173,7 @@ class DaemonConnection:
         assert self.found is not None
         return self.found
 
-    async def case_counts(self, checks: list[Check]) -> dict[str, int | None]:
+    async def case_counts(self, checks: Sequence[Check]) -> dict[str, int | None]:
         daemon = await self.connect()
         if self._warn_at_first_call:
             self._warn_at_first_call = False
@@ -164,14 +182,14 @@ class DaemonConnection:
                 log.warning("%s", unsupported_warning(names))
         return await daemon.case_counts(checks)
 
-    async def run_case(self, check: Check, index: int) -> CaseResult:
+    async def run_case(self, check: Check, index: int) -> CaseRun:
         return await (await self.connect()).run_case(check, index)
 
-    async def log_chunks(self, result: CaseResult) -> AsyncIterator[bytes]:
-        async for chunk in (await self.connect()).log_chunks(result):
+    async def log_chunks(self, case: CaseRun) -> AsyncIterator[bytes]:
+        async for chunk in (await self.connect()).log_chunks(case):
             yield chunk
 
-    def open_local_logs(self, results: Sequence[CaseResult]) -> None:
+    def open_local_logs(self, cases: Sequence[CaseRun]) -> None:
         return None  # a daemon found at an address is another process: its logs come by HTTP
 
 
@@ -182,6 +200,7 @@ async def open_daemon(
     *,
     environ: Mapping[str, str] | None = None,
     grading: bool = False,
+    timeouts: Timeouts | None = None,
 ) -> AsyncIterator[DaemonConnection]:
     """Open the daemon client `api` names ('auto', 'ssebench' or 'upstream') at `url`, or where
     SSE_DAEMON_SOCKET / SSE_AGENT_DOCKER in `environ` (default os.environ) say.
@@ -203,27 +222,6 @@ async def open_daemon(
     async with httpx.AsyncClient(
         base_url=location.url, transport=transport, trust_env=False, verify=verify
     ) as client:
-        connection = DaemonConnection(client, location, api, grading=grading)
+        connection = DaemonConnection(client, location, api, grading=grading, timeouts=timeouts)
         await connection.start()
         yield connection
-
-
-@contextlib.asynccontextmanager
-async def local_daemon(
-    task_path: Path, registry: Registry, level: int | None
-) -> AsyncIterator[HttpDaemon]:
-    """Our daemon app in-process, reached over the same HTTP API without a port.
-
-    `ssebench check`, `ssebench grade` and the testing kit all run through here, so they
-    exercise the daemon's real routes, level gate and streaming logs.
-    """
-    from ssebench.core.asgi import StreamingASGITransport
-    from ssebench.daemon.app import create_app
-    from ssebench.daemon.task import load_task
-
-    task = load_task(task_path, registry.checks)
-    with tempfile.TemporaryDirectory(prefix="ssebench-spool-") as spool:
-        app = create_app(task, registry, level, spool=Path(spool))
-        transport = StreamingASGITransport(app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://daemon") as client:
-            yield HttpDaemon(client, local_logs=app.state.daemon.log_path)

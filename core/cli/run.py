@@ -1,4 +1,4 @@
-"""The container entrypoint (`ssebench run`) and the registration an agent pastes in.
+"""The container entrypoint, `ssebench run`: the server beside the agent's command.
 
 `run` starts `ssebench serve` as a child, waits until the MCP endpoint answers a real
 `initialize`, then runs the agent's command with our standard streams and exits with its status.
@@ -19,7 +19,6 @@ only for our own two children.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -34,10 +33,8 @@ EXIT_SERVER_FAILED = 2
 EXIT_WAIT_RAN_OUT = 3
 POLL_SECONDS = 0.1
 STOP_GRACE = 5.0
-PUBLIC_URL = "http://localhost:3000/mcp"
-NAME = "ssebench"
-CODEX_TOOL_TIMEOUT = 3600
 
+SSEBENCH = [sys.executable, "-c", "from ssebench.core.cli import main; main()"]
 INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 0,
@@ -48,20 +45,6 @@ INITIALIZE = {
         "clientInfo": {"name": "ssebench-run", "version": "1"},
     },
 }
-
-
-def registration(agent: str, url: str = PUBLIC_URL) -> str:
-    """What `ssebench mcp-config` prints: ready to paste, one form per kind of agent."""
-    if agent == "claude":
-        return f"claude mcp add {NAME} {url} --transport http --scope user"
-    if agent == "codex":
-        return (
-            f"# ~/.codex/config.toml: a test_patch call runs a full build and test cycle\n"
-            f"[mcp_servers.{NAME}]\n"
-            f'url = "{url}"\n'
-            f"tool_timeout_sec = {CODEX_TOOL_TIMEOUT}"
-        )
-    return json.dumps({"mcpServers": {NAME: {"type": "http", "url": url}}}, indent=2)
 
 
 def answers_initialize(client: httpx.Client, url: str) -> bool:
@@ -168,7 +151,7 @@ def run(
     """Start the server, wait for it, run CMD, stop the server; CMD's status comes back."""
     previous = signal.signal(signal.SIGTERM, _raise_terminated)
     server = subprocess.Popen(
-        [sys.executable, "-c", "from ssebench.core.cli import main; main()", "serve", *serve_argv],
+        [*SSEBENCH, "serve", *serve_argv],
         env=env,
         stdin=subprocess.DEVNULL,
         stdout=sys.stderr.fileno(),

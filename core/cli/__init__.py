@@ -1,0 +1,55 @@
+"""The `ssebench` command line: one-line errors, exit statuses that scripts can rely on."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable, Sequence
+
+from ssebench.core.cli.parser import EXIT_OK, EXIT_USAGE, build_parser
+from ssebench.core.cli.startup import skip_httpx_cli
+from ssebench.core.errors import ConfigError
+
+
+class _LevelPrefix(logging.Formatter):
+    """`ssebench: warning: ...`, `ssebench: error: ...`, like the CLI's own one-line messages."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        prefix = "" if record.levelno < logging.WARNING else f"{record.levelname.lower()}: "
+        return f"ssebench: {prefix}{super().format(record)}"
+
+
+def _commands() -> dict[str, Callable[[argparse.Namespace], int]]:
+    from ssebench.core.cli import evaluate, serve
+
+    return {
+        "check": evaluate.cmd_check,
+        "grade": evaluate.cmd_grade,
+        "plugins": evaluate.cmd_plugins,
+        "daemon": serve.cmd_daemon,
+        "serve": serve.cmd_serve,
+        "run": serve.cmd_run,
+        "mcp-config": serve.cmd_mcp_config,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    skip_httpx_cli()
+    args = build_parser().parse_args(argv)
+    # Causes of internal failures go to our stderr, never to the agent; library chatter stays out.
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_LevelPrefix())
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
+    try:
+        code = _commands()[args.command](args)
+    except ConfigError as exc:
+        print(f"ssebench: error: {exc}", file=sys.stderr)
+        code = EXIT_USAGE
+    except KeyboardInterrupt:
+        code = 130
+    except BrokenPipeError:
+        # The reader (say, `head`) went away; what it did not read is not an error of ours.
+        sys.stderr.close()
+        code = EXIT_OK
+    sys.exit(code)

@@ -1,0 +1,104 @@
+"""The command line's contract: every command, its flags, and the exit statuses scripts rely on."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ssebench.core.levels import LevelError, parse_level
+from ssebench.core.settings import DAEMON_API_HELP, DAEMON_APIS
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+CHECK_HELP = "print exactly what test_patch would return, and exit 0/1/2/3"
+GRADE_HELP = (
+    "the evaluator's run: every check the task has, whatever the level, functional tests "
+    "included; JSON on stdout; exit 0 when resolved"
+)
+SERVE_HELP = (
+    "serve test_patch over MCP (Streamable HTTP at /mcp) with an embedded daemon (--task), "
+    "or in sidecar mode against a daemon elsewhere (--daemon-url)"
+)
+RUN_HELP = (
+    "the container entrypoint: start the server, wait until it answers, run CMD, stop the "
+    "server, exit with CMD's status"
+)
+CONFIG_HELP = "print the ready-to-paste registration of the ssebench MCP server for an agent"
+LEVEL_HELP = "level 0-4 (default: SSE_DIFFICULTY or 2)"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _level_flag(raw: str) -> str:
+    try:
+        parse_level(raw, variable="--difficulty")
+    except LevelError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--difficulty ")) from None
+    return raw
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="ssebench", description="ssebench: the test_patch MCP server")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def command(name: str, help: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=help, description=help)
+
+    check = command("check", CHECK_HELP)
+    _task_flag(check, required=True)
+    check.add_argument("--difficulty", type=_level_flag, help=LEVEL_HELP)
+    check.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    grade = command("grade", GRADE_HELP)
+    where = grade.add_mutually_exclusive_group()
+    _task_flag(where)
+    where.add_argument("--daemon-url", help="grade through a running daemon instead")
+    grade.add_argument("--daemon-api", choices=DAEMON_APIS, default="auto",
+                       help=f"with --daemon-url: {DAEMON_API_HELP}")  # fmt: skip
+    grade.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    command("plugins", "list the discovered checks")
+    daemon = command("daemon", "run the daemon alone")
+    _task_flag(daemon, required=True)
+    daemon.add_argument("--host", default="127.0.0.1")
+    daemon.add_argument("--port", type=int, default=3001)
+    daemon.add_argument("--difficulty", type=_level_flag, help=LEVEL_HELP)
+    _serve_flags(command("serve", SERVE_HELP))
+    run = command("run", RUN_HELP)
+    _serve_flags(run)
+    run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD...")
+    config = command("mcp-config", CONFIG_HELP)
+    config.add_argument("agent", choices=("claude", "codex", "json"))
+    return parser
+
+
+def _task_flag(
+    cmd: argparse.ArgumentParser | argparse._MutuallyExclusiveGroup, *, required: bool = False
+) -> None:
+    cmd.add_argument("--task", type=Path, required=required, help="task folder or its task.toml")
+
+
+def _serve_flags(cmd: argparse.ArgumentParser) -> None:
+    where = cmd.add_mutually_exclusive_group()
+    where.add_argument("--task", type=Path, help="task folder or its task.toml (embedded daemon)")
+    where.add_argument(
+        "--daemon-url", help="sidecar mode: the daemon's URL, no embedded daemon (SSE_DAEMON_URL)"
+    )
+    cmd.add_argument("--daemon-api", choices=DAEMON_APIS, help=f"sidecar mode: {DAEMON_API_HELP}")
+    cmd.add_argument("--host", default="127.0.0.1", help="MCP address (default 127.0.0.1)")
+    cmd.add_argument("--port", type=int, default=3000, help="MCP port (default 3000)")
+    cmd.add_argument(
+        "--daemon-port", type=int, default=3001, help="embedded daemon's port on 127.0.0.1"
+    )
+    cmd.add_argument("--difficulty", type=_level_flag, help=LEVEL_HELP)
+    cmd.add_argument(
+        "--allow-remote", action="store_true", help="allow a --host that is not loopback"
+    )
+    cmd.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="another Host header to accept, e.g. a container name (repeatable)",
+    )

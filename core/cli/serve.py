@@ -1,0 +1,162 @@
+"""Serving from the command line: `daemon`, `serve`, `run` (the container entrypoint) and
+`mcp-config` (what an agent pastes to reach the server)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ipaddress
+import json
+import logging
+import os
+import sys
+
+from ssebench.core.cli.parser import EXIT_OK
+from ssebench.core.cli.startup import loading
+from ssebench.core.errors import ConfigError
+from ssebench.core.registry import Registry, build_registry
+from ssebench.core.settings import Settings, load_settings
+from ssebench.daemon.task import Task, load_task
+
+PUBLIC_URL = "http://localhost:3000/mcp"
+NAME = "ssebench"
+CODEX_TOOL_TIMEOUT = 3600
+
+
+def is_loopback(host: str) -> bool:
+    try:
+        return host == "localhost" or ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def cmd_daemon(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from ssebench.daemon.app import create_app
+
+    settings = load_settings(SSE_DIFFICULTY=args.difficulty)
+    registry = build_registry()
+    task = load_task(args.task, registry.checks)
+    app = create_app(task, registry, settings.difficulty)
+    print(
+        f"ssebench: daemon for {task.path} at http://{args.host}:{args.port} "
+        f"(difficulty {settings.difficulty})",
+        file=sys.stderr,
+    )
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return EXIT_OK
+
+
+def serve_plan(args: argparse.Namespace) -> tuple[Settings, Registry, Task | None]:
+    """Everything serve checks before it binds: settings, plugins, task, address. One line each."""
+    from ssebench.core.daemons.connect import daemon_location
+
+    settings = load_settings(SSE_DIFFICULTY=args.difficulty, SSE_DAEMON_URL=args.daemon_url)
+    registry = build_registry()
+    task = None
+    if args.task is not None:
+        if args.daemon_api is not None:
+            raise ConfigError("--daemon-api is for sidecar mode; --task runs our own daemon")
+        task = load_task(args.task, registry.checks)
+    elif daemon_location(settings.daemon_url) is None:
+        raise ConfigError(
+            "serve needs --task DIR (embedded daemon), or a daemon to talk to: --daemon-url URL, "
+            "SSE_DAEMON_URL, SSE_DAEMON_SOCKET or SSE_AGENT_DOCKER"
+        )
+    elif settings.daemon_url and not settings.daemon_url.startswith(("http://", "https://")):
+        raise ConfigError(f"SSE_DAEMON_URL must be an http:// URL (got {settings.daemon_url!r})")
+    if not is_loopback(args.host) and not args.allow_remote:
+        raise ConfigError(
+            f"--host {args.host} is not a loopback address; pass --allow-remote to expose "
+            "test_patch beyond this machine"
+        )
+    return settings, registry, task
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    settings, registry, task = serve_plan(args)  # refused before the server's imports
+    with loading():
+        from ssebench.core.server import http
+
+    logging.getLogger("ssebench").setLevel(logging.INFO)
+    if not is_loopback(args.host):
+        print(
+            f"ssebench: warning: serving test_patch on {args.host}, reachable from other "
+            "machines; the Host and Origin checks stay on (--allowed-host adds names)",
+            file=sys.stderr,
+        )
+    where = f"task {task.path}" if task is not None else "sidecar mode"
+    url = f"http://{url_host(args.host)}:{args.port}{http.MCP_PATH}"
+    listen = [(args.host, args.port)] + ([("127.0.0.1", args.daemon_port)] if task else [])
+    sockets = []
+    for host, port in listen:
+        try:
+            sockets.append(http.bind(host, port))
+        except OSError as exc:
+            for sock in sockets:
+                sock.close()
+            raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    asyncio.run(
+        http.serve_test_patch(
+            registry=registry,
+            level=settings.difficulty,
+            log_dir=settings.log_dir,
+            task=task,
+            sockets=sockets,
+            daemon_api=args.daemon_api or "auto",
+            daemon_url=settings.daemon_url,
+            allowed_hosts=args.allowed_host,
+            ready=f"ssebench: serving test_patch at {url} "
+            f"(difficulty {settings.difficulty}, {where})",
+        )
+    )
+    return EXIT_OK
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from ssebench.core.cli import run
+
+    command = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    if not command:
+        raise ConfigError("run needs a command after --, e.g. ssebench run --task DIR -- agent")
+    # The server would refuse the same settings, but checking here never starts it at all.
+    settings, _, _ = serve_plan(args)
+    serve_argv = [
+        *(["--task", str(args.task)] if args.task else []),
+        *(["--daemon-url", args.daemon_url] if args.daemon_url else []),
+        *(["--daemon-api", args.daemon_api] if args.daemon_api else []),
+        *["--host", args.host, "--port", str(args.port), "--daemon-port", str(args.daemon_port)],
+        *(["--allow-remote"] if args.allow_remote else []),
+        *(arg for name in args.allowed_host for arg in ("--allowed-host", name)),
+    ]
+    env = dict(os.environ)
+    if args.difficulty is not None:
+        env["SSE_DIFFICULTY"] = args.difficulty
+    # An unspecified address listens on loopback too; the guard accepts 127.0.0.1 as Host.
+    probe = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(args.host, args.host)
+    url = f"http://{url_host(probe)}:{args.port}/mcp"
+    return run.run(serve_argv, command, url, settings.mcp_timeout, env)
+
+
+def registration(agent: str, url: str = PUBLIC_URL) -> str:
+    """What `ssebench mcp-config` prints: ready to paste, one form per kind of agent."""
+    if agent == "claude":
+        return f"claude mcp add {NAME} {url} --transport http --scope user"
+    if agent == "codex":
+        return (
+            f"# ~/.codex/config.toml: a test_patch call runs a full build and test cycle\n"
+            f"[mcp_servers.{NAME}]\n"
+            f'url = "{url}"\n'
+            f"tool_timeout_sec = {CODEX_TOOL_TIMEOUT}"
+        )
+    return json.dumps({"mcpServers": {NAME: {"type": "http", "url": url}}}, indent=2)
+
+
+def cmd_mcp_config(args: argparse.Namespace) -> int:
+    print(registration(args.agent))
+    return EXIT_OK

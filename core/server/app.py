@@ -1,0 +1,117 @@
+"""The MCP edge: one tool, test_patch, that runs the orchestrator and returns its report text.
+
+Calls are serialized by one lock, so two calls never run on the tree at once, while tools/list
+and everything else is still answered. A call is stopped when its client cancels it
+(notifications/cancelled, a client timeout, closing the session), and also when the HTTP
+request carrying it goes away (a closed stream at protocol 2026-07-28, a dropped POST stream
+from an older client, a client process that died). Stopping closes the request to the daemon,
+which kills the case's whole process group; the lock is held until the run has unwound, so the
+next call starts on a quiet tree.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterable
+from importlib.metadata import version
+from pathlib import Path
+
+import anyio
+from fastmcp import Context, FastMCP
+from fastmcp.server.dependencies import get_http_request
+from mcp.types import ToolAnnotations
+
+from ssebench.core.check import Check, split_by_level
+from ssebench.core.orchestrator import Daemon, Progress, run_test_patch
+from ssebench.core.report import internal_failure
+
+LEFT_POLL_SECONDS = 0.5
+UNWIND_SECONDS = 5.0
+ANNOTATIONS = ToolAnnotations(
+    title="Test the patch",
+    read_only_hint=True,  # it builds in the tree but never changes the agent's source
+    destructive_hint=False,
+    idempotent_hint=True,
+    open_world_hint=False,
+)
+
+
+def describe(checks: Iterable[Check], level: int) -> str:
+    """The tool's description: what it checks at this level, and that a call takes long."""
+    enabled = split_by_level(checks, level).enabled
+    names = ", ".join(check.name for check in enabled) or "no checks at all"
+    return (
+        "Test the current state of the task's source tree, including every uncommitted change "
+        f"you made. At this difficulty level ({level}) it runs: {names}. The result lists how "
+        "each check ended and shows the log of the failed check. Takes no arguments. A call "
+        "runs a full build and test cycle and can take a long time; allow a generous timeout. "
+        "Progress is reported as each check starts and ends."
+    )
+
+
+def build_server(checks: Iterable[Check], level: int, daemon: Daemon, log_dir: Path) -> FastMCP:
+    """The FastMCP server with its one tool; the daemon may be any `Daemon` (tests pass fakes)."""
+    checks = tuple(checks)
+    mcp = FastMCP("ssebench", version=version("ssebench"))  # else serverInfo names fastmcp's
+    lock = asyncio.Lock()
+
+    @mcp.tool(
+        name="test_patch",
+        description=describe(checks, level),
+        annotations=ANNOTATIONS,
+        output_schema=None,  # text content only: a structured copy would change what clients show
+    )
+    async def test_patch(ctx: Context) -> str:
+        async with lock:
+            progress = _progress_sender(ctx)
+            run = asyncio.create_task(
+                run_test_patch(checks, level, daemon, log_dir, progress=progress)
+            )
+            left = asyncio.create_task(_client_left())
+            try:
+                await asyncio.wait({run, left}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                left.cancel()
+                if not run.done():
+                    run.cancel()  # closes the daemon request: the daemon kills the case's group
+                    with anyio.CancelScope(shield=True):
+                        # Hold the lock until the run has unwound, so runs never overlap.
+                        await asyncio.wait({run}, timeout=UNWIND_SECONDS)
+            if not run.done() or run.cancelled():
+                # Nobody is left to read the answer; the run was stopped to free the tree.
+                return internal_failure("the client dropped the call's stream; its run was stopped")
+            return run.result()
+
+    return mcp
+
+
+async def _client_left() -> None:
+    """Return once the HTTP request carrying this call is gone; without HTTP, never.
+
+    At protocol 2026-07-28 a closed stream already cancels the call. Before it, fastmcp keeps
+    running a call whose client dropped the POST stream (an old client's only way to give up,
+    or a client process that died). We keep no event store, so such a client can never resume
+    and read the result: stopping the run is the only useful thing, and it frees the tree.
+    """
+    try:
+        request = get_http_request()
+        while not await request.is_disconnected():
+            await asyncio.sleep(LEFT_POLL_SECONDS)
+    except Exception:
+        # No HTTP request (in-memory clients), or one we cannot watch: only a cancel stops it.
+        await asyncio.Event().wait()
+
+
+def _progress_sender(ctx: Context) -> Progress:
+    """MCP progress must increase with every notification; the orchestrator's count of finished
+    cases repeats between a check's end and the next start, so each repeat adds a tenth."""
+    last = -1.0
+
+    async def send(done: float, total: float, message: str) -> None:
+        nonlocal last
+        last = float(done) if done > last else round(last + 0.1, 1)
+        with contextlib.suppress(Exception):  # a client that left must not fail the run
+            await ctx.report_progress(last, total, message)
+
+    return send
