@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import re
 import shutil
 import tempfile
@@ -27,8 +26,10 @@ from ssebench.core.case import CaseRun, case_to_wire
 from ssebench.core.check import Check
 from ssebench.core.protocol import API_PREFIX, CheckInfo, CheckList, Health
 from ssebench.core.registry import Registry
+from ssebench.daemon.cases import Cases
 from ssebench.daemon.guard import disown_folder, own_folder
-from ssebench.daemon.runner import RunnerError, run_command
+from ssebench.daemon.isolation import Mechanism
+from ssebench.daemon.runner import LOG_LIMIT, RunnerError
 from ssebench.daemon.task import DEFAULT_TIMEOUT, Task
 
 log = logging.getLogger("ssebench.daemon")
@@ -46,19 +47,17 @@ def _error(status: int, message: str) -> JSONResponse:
 class Daemon:
     """State behind the routes: one run at a time, and the newest log of each case."""
 
-    def __init__(self, task: Task, registry: Registry, level: int | None, spool: Path) -> None:
+    def __init__(
+        self, task: Task, registry: Registry, level: int | None, spool: Path, cases: Cases
+    ) -> None:
         self.task = task
         self.registry = registry
         self.level = level
         self.spool = spool
+        self.cases = cases
         self.lock = asyncio.Lock()
         self.logs: dict[str, Path] = {}
         self.latest: dict[tuple[str, int], str] = {}
-        self.env = {
-            **os.environ,
-            "SSE_TASK_DIR": str(task.directory),
-            "SSE_SOURCE_DIR": str(task.source),
-        }
 
     def _withheld(self, check: Check) -> JSONResponse:
         return _error(403, f"{check.name}: not available at difficulty level {self.level}")
@@ -127,12 +126,8 @@ class Daemon:
                 self.spool.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise RunnerError(f"cannot make the log folder {self.spool}: {exc}") from exc
-            finished = await run_command(
-                table.cases[index],
-                cwd=self.task.source,
-                env=self.env,
-                timeout=table.timeout,
-                log_path=log_path,
+            finished = await self.cases.run(
+                table.cases[index], timeout=table.timeout, log_path=log_path
             )
             run = replace(
                 finished,
@@ -176,22 +171,36 @@ def spool_lookup(app: Starlette) -> Callable[[str], Path | None]:
 
 
 def create_app(
-    task: Task, registry: Registry, level: int | None, *, spool: Path | None = None
+    task: Task,
+    registry: Registry,
+    level: int | None,
+    *,
+    spool: Path | None = None,
+    mechanism: Mechanism | None = None,
+    log_dir: Path | None = None,
+    log_limit: int = LOG_LIMIT,
 ) -> Starlette:
-    """`level` None is the evaluator's daemon: every check the task has runs."""
-    owned = spool is None
-    spool_dir = Path(tempfile.mkdtemp(prefix="ssebench-logs-")) if owned else spool
-    assert spool_dir is not None
-    daemon = Daemon(task, registry, level, spool_dir)
+    """`level` None is the evaluator's daemon: every check the task has runs.
 
+    Cases run confined by `mechanism` (None: unconfined) and may not read the spool, nor
+    `log_dir`, where the server saves long logs. The app's lifespan ends its cases' supervisor
+    and removes the spool it made.
+    """
+    owned = spool is None
+    spool_dir = Path(tempfile.mkdtemp(prefix="ssebench-logs-")) if spool is None else spool
     if owned:
         own_folder(spool_dir)  # gone even if we are killed
+    hidden = [spool_dir, *([log_dir] if log_dir is not None else [])]
+    enabled = registry.at_level(level).enabled
+    cases = Cases(task, enabled, hidden=hidden, mechanism=mechanism, log_limit=log_limit)
+    daemon = Daemon(task, registry, level, spool_dir, cases)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         try:
             yield
         finally:
+            cases.close()
             if owned:
                 shutil.rmtree(spool_dir, ignore_errors=True)
                 disown_folder(spool_dir)

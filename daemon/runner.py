@@ -1,169 +1,219 @@
-"""Runs one case: bash -c in its own process group, output spooled to one file, group always reaped.
+"""Runs one case: `bash -c` through the daemon's case supervisor, confined, output to one log file.
 
-stdout and stderr share one open file, so the log keeps the order they were written in and is
-never held in memory. Because no pipe is involved, a background child that keeps the output
-open cannot hang the check: we wait for the shell alone, then kill whatever is left of its group.
-
-The shell's end is awaited through a pidfd on the event loop, not asyncio's child watcher,
-which in Python 3.11 starts a thread for every process. A running group is also registered
-with the guard (daemon/guard.py), which kills it if this process dies first.
+The supervisor (daemon/supervisor.py) is a separate process, started at the first case and
+ended with the daemon: it starts each case under the isolation mechanism chosen at start,
+copies stdout and stderr, interleaved as written, into the log up to a bound, and kills every
+process the case started once its shell ends. This side sends it the case, waits for the
+answer on the event loop, and on timeout or cancellation asks it to stop the case (SIGTERM,
+then SIGKILL after a grace) before letting go.
 """
 
 from __future__ import annotations
 
+import array
 import asyncio
 import contextlib
+import json
 import os
-import signal
+import socket
 import subprocess
+import sys
 import time
 import uuid
+import weakref
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from ssebench.core.case import CaseRun
-from ssebench.daemon.guard import GUARD
+from ssebench.daemon.isolation import Mechanism, Policy
 
 GRACE_SECONDS = 1.0
-CASE_VARIABLE = "SSE_CASE_ID"  # in every case's environment: how its escaped processes are found
-_ESCAPE_ROUNDS = 10  # scans for escaped processes, while each finds some (they may fork)
-_POLL_SECONDS = 0.01  # only where pidfd_open is missing (Linux before 5.3)
+LOG_LIMIT = 1 << 30  # bytes of a case's output kept in its log; the rest is dropped
+STOP_WAIT = 30.0  # seconds a stopped case may take to be reported gone
+SUPERVISOR = [sys.executable, "-I", "-m", "ssebench.daemon.supervisor"]
 
 
 class RunnerError(Exception):
     """The command could not be started at all; an internal failure, not the check failing."""
 
 
-def _kill_escaped(case_id: str) -> int:
-    """Kill the case's processes that left its group (setsid, daemonizing build servers).
+class Runner:
+    """The daemon's side of one case supervisor, for one policy and mechanism."""
 
-    They are found by the variable every case's environment carries, so only this case's
-    are touched, never the host's other processes. Best effort: one that rewrote its
-    environment is not found. Returns how many were killed.
-    """
-    marker = f"{CASE_VARIABLE}={case_id}".encode()
-    killed = 0
-    for _ in range(_ESCAPE_ROUNDS):
-        found = 0
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry}/environ", "rb") as file:
-                    environ = file.read()
-                if marker in environ.split(b"\0"):
-                    os.kill(int(entry), signal.SIGKILL)
-                    found += 1
-            except OSError:  # gone meanwhile, or another user's
-                continue
-        if not found:
-            break
-        killed += found
-    return killed
+    def __init__(
+        self,
+        mechanism: Mechanism,
+        policy: Policy,
+        *,
+        grace: float = GRACE_SECONDS,
+        log_limit: int = LOG_LIMIT,
+    ) -> None:
+        self.mechanism = mechanism
+        self.policy = policy
+        self.grace = grace
+        self.log_limit = log_limit
+        self._sock: socket.socket | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._answers: dict[tuple[str, str], asyncio.Future[dict[str, Any]]] = {}
+        self._reader: asyncio.Task[None] | None = None
+        self._start_lock = asyncio.Lock()
 
-
-def _killpg(pgid: int, sig: int) -> bool:
-    """Signal a whole group; False once no member is left."""
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
-
-
-async def _wait(proc: subprocess.Popen[bytes]) -> int:
-    """The shell's exit status once it ended (reaped), without a thread."""
-    if proc.returncode is not None:
-        return proc.returncode
-    try:
-        pidfd = os.pidfd_open(proc.pid)
-    except (AttributeError, OSError):
-        while proc.poll() is None:
-            await asyncio.sleep(_POLL_SECONDS)
-        return proc.returncode  # type: ignore[return-value]
-    loop = asyncio.get_running_loop()
-    ended = loop.create_future()
-
-    def readable() -> None:
-        if not ended.done():
-            ended.set_result(None)
-
-    loop.add_reader(pidfd, readable)
-    try:
-        await ended
-    finally:
-        loop.remove_reader(pidfd)
-        os.close(pidfd)
-    return proc.wait()  # a zombie now: reaped at once
-
-
-async def _stop_group(proc: subprocess.Popen[bytes], grace: float) -> None:
-    """SIGTERM the group; SIGKILL what is left once the shell ended or `grace` seconds passed."""
-    if _killpg(proc.pid, signal.SIGTERM):
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(_wait(proc), grace)
-        _killpg(proc.pid, signal.SIGKILL)
-    # Reap the shell (bounded: a process stuck in the kernel must not hang us).
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(_wait(proc), grace)
-
-
-async def run_command(
-    command: str,
-    *,
-    cwd: Path,
-    env: Mapping[str, str],
-    timeout: float,
-    log_path: Path,
-    grace: float = GRACE_SECONDS,
-) -> CaseRun:
-    """Run `command`; on timeout or cancellation the whole process group is stopped, and
-    at its end whatever it left running, in its group or escaped from it."""
-    started = time.monotonic()
-    case_id = uuid.uuid4().hex
-    try:
-        with log_path.open("wb") as log:
-            proc = subprocess.Popen(
-                ["bash", "-c", command],
-                cwd=str(cwd),  # an error then names it as a path, not PosixPath(...)
-                env={**env, CASE_VARIABLE: case_id},
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-    except OSError as exc:
-        raise RunnerError(f"cannot start {command!r} in {cwd}: {exc}") from exc
-    GUARD.add(proc.pid)
-    timed_out = False
-    try:
+    async def run(
+        self,
+        command: str,
+        *,
+        cwd: Path,
+        env: Mapping[str, str],
+        timeout: float,
+        log_path: Path,
+        case_dir: Path | None = None,
+    ) -> CaseRun:
+        """Run `command`; on timeout or cancellation the case is stopped, and at its end
+        whatever it left running is killed, wherever it went."""
+        started = time.monotonic()
+        case_id = uuid.uuid4().hex
         try:
-            await asyncio.wait_for(_wait(proc), timeout)
+            log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise RunnerError(f"cannot open the log {log_path}: {exc}") from exc
+        started_answer = self._expect(case_id, "started")
+        ended = self._expect(case_id, "ended")
+        try:
+            try:
+                await self._ensure_started()
+                await self._send({"op": "run", "id": case_id, "argv": ["bash", "-c", command],
+                                  "cwd": str(cwd), "env": dict(env), "log_limit": self.log_limit,
+                                  "case_dir": str(case_dir or cwd)}, fds=[log])  # fmt: skip
+            finally:
+                os.close(log)
+            result = await self._finish(case_id, command, cwd, timeout, started_answer, ended)
+        finally:
+            self._answers.pop((case_id, "started"), None)
+            self._answers.pop((case_id, "ended"), None)
+        return CaseRun(
+            exit_code=result["exit_code"],
+            signal=result["signal"],
+            timed_out=result["timed_out"],
+            seconds=round(time.monotonic() - started, 3),
+            log_path=log_path,
+        )
+
+    async def _finish(
+        self,
+        case_id: str,
+        command: str,
+        cwd: Path,
+        timeout: float,
+        started: asyncio.Future[dict[str, Any]],
+        ended: asyncio.Future[dict[str, Any]],
+    ) -> dict[str, Any]:
+        """The supervisor's answer for the case, stopping it on timeout or cancellation."""
+        try:
+            answer = await started
+            if answer["op"] == "failed":
+                raise RunnerError(f"cannot start {command!r} in {cwd}: {answer['message']}")
+            try:
+                return {
+                    **await asyncio.wait_for(asyncio.shield(ended), timeout),
+                    "timed_out": False,
+                }
+            except TimeoutError:
+                return {**await self._stop(case_id, ended), "timed_out": True}
+        except RunnerError:
+            raise
+        except BaseException:
+            # Cancelled (the caller went away): the case is stopped before we let go; the stop
+            # is awaited, shielded, so a closing loop cannot drop it half done.
+            if started.done() and not started.cancelled():
+                with contextlib.suppress(BaseException):
+                    await asyncio.shield(self._stop(case_id, ended))
+            raise
+
+    async def _stop(self, case_id: str, ended: asyncio.Future[dict[str, Any]]) -> dict[str, Any]:
+        await self._send({"op": "stop", "id": case_id, "grace": self.grace})
+        try:
+            return await asyncio.wait_for(asyncio.shield(ended), self.grace + STOP_WAIT)
         except TimeoutError:
-            timed_out = True
-            await _stop_group(proc, grace)
-            await _wait(proc)
-    except BaseException:
-        # Cancelled (the caller went away): the group is stopped before we let go. The stop is
-        # awaited, shielded, rather than left to a timer that a closing loop (asyncio.run)
-        # would drop, sparing a group that ignores SIGTERM; cancelled again, we kill at once.
-        with contextlib.suppress(BaseException):
-            await asyncio.shield(_stop_group(proc, grace))
-        _killpg(proc.pid, signal.SIGKILL)
-        _kill_escaped(case_id)
-        GUARD.remove(proc.pid)
-        raise
-    # Leftovers (background children) belong to a finished case: they go.
-    _killpg(proc.pid, signal.SIGKILL)
-    _kill_escaped(case_id)
-    GUARD.remove(proc.pid)
-    seconds = time.monotonic() - started
-    code = proc.returncode
-    assert code is not None
-    return CaseRun(
-        exit_code=None if code < 0 else code,
-        signal=-code if code < 0 else None,
-        timed_out=timed_out,
-        seconds=round(seconds, 3),
-        log_path=log_path,
-    )
+            raise RunnerError("the case supervisor did not stop the case") from None
+
+    def _expect(self, case_id: str, op: str) -> asyncio.Future[dict[str, Any]]:
+        future = self._answers.get((case_id, op))
+        if future is None:
+            future = asyncio.get_running_loop().create_future()
+            self._answers[case_id, op] = future
+        return future
+
+    async def _send(self, message: dict[str, Any], fds: list[int] | None = None) -> None:
+        if self._sock is None:
+            raise RunnerError("the case supervisor is not running")
+        data = json.dumps(message).encode()
+        ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
+        try:
+            self._sock.sendmsg([data], ancillary)
+        except OSError as exc:
+            raise RunnerError(f"the case supervisor is gone: {exc}") from exc
+
+    async def _ensure_started(self) -> None:
+        async with self._start_lock:
+            if self._sock is not None:
+                if self._reader is not None and not self._reader.done():
+                    return
+                raise RunnerError("the case supervisor is gone")
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            try:
+                self._proc = subprocess.Popen(
+                    [*SUPERVISOR, str(theirs.fileno())],
+                    pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                )  # fmt: skip
+            except OSError as exc:
+                ours.close()
+                raise RunnerError(f"cannot start the case supervisor: {exc}") from exc
+            finally:
+                theirs.close()
+            ours.setblocking(False)
+            self._sock = ours
+            weakref.finalize(self, _close, ours, self._proc)
+            self._reader = asyncio.create_task(self._read())
+            ready = self._expect("", "ready")
+            await self._send({"op": "setup", "mechanism": vars(self.mechanism),
+                              "policy": self.policy.to_json()})  # fmt: skip
+            try:
+                answer = await asyncio.wait_for(ready, STOP_WAIT)
+            finally:
+                self._answers.pop(("", "ready"), None)
+            if answer["op"] != "ready":
+                raise RunnerError(f"the case supervisor cannot confine cases: {answer['message']}")
+
+    async def _read(self) -> None:
+        """Hand each answer to whoever waits for it; when the supervisor dies, fail them all."""
+        assert self._sock is not None
+        loop = asyncio.get_running_loop()
+        try:
+            while data := await loop.sock_recv(self._sock, 1 << 16):
+                answer = json.loads(data)
+                op = {"failed": "started", "error": "ready"}.get(answer["op"], answer["op"])
+                future = self._expect(answer.get("id", ""), op)
+                if not future.done():
+                    future.set_result(answer)
+        except (OSError, ValueError):
+            pass
+        for future in self._answers.values():
+            if not future.done():
+                future.set_exception(RunnerError("the case supervisor died"))
+        self._answers.clear()
+
+    def close(self) -> None:
+        """End the supervisor: it kills whatever still runs, then exits."""
+        if self._reader is not None:
+            self._reader.cancel()
+        if self._sock is not None:
+            _close(self._sock, self._proc)
+
+
+def _close(sock: socket.socket, proc: subprocess.Popen[bytes] | None) -> None:
+    sock.close()
+    if proc is not None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(5)

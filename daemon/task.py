@@ -1,10 +1,12 @@
-"""task.toml: what a task's checks run, validated with errors that name the file and the key."""
+"""task.toml: what a task's checks run and may read, validated with errors naming file and key."""
 
 from __future__ import annotations
 
 import math
+import re
 import tomllib
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -14,17 +16,23 @@ from ssebench.core.check import Check
 from ssebench.core.errors import ConfigError
 
 DEFAULT_TIMEOUT = 3600.0
-_TABLE_KEYS = {"run", "cases", "timeout"}
+_TOP_KEYS = {"source", "checks", "files", "env", "network"}
+_TABLE_KEYS = {"run", "cases", "timeout", "files"}
+# $SSE_TASK_DIR/<path> or ${SSE_TASK_DIR}/<path>, the path up to what ends a shell word.
+_TASK_PATH = re.compile(r"\$(?:SSE_TASK_DIR\b|\{SSE_TASK_DIR\})/([^\s'\"`;|&<>()$\\]*)")
+
+Fail = Callable[[str, str], ConfigError]
 
 
 @dataclass(frozen=True)
 class TaskCheck:
-    """One check's table: its commands (cases), time limit and the check's own options."""
+    """One check's table: its commands (cases), time limit, files and the check's own options."""
 
     check: Check
     cases: tuple[str, ...]
     timeout: float
     options: BaseModel | None
+    files: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -32,10 +40,19 @@ class Task:
     path: Path  # the task.toml
     source: Path
     checks: dict[str, TaskCheck]
+    files: tuple[Path, ...] = ()  # task files every case may read
+    env: dict[str, str] = field(default_factory=dict)  # added to every case's environment
+    network: bool = False  # cases may reach the host network (TCP)
 
     @property
     def directory(self) -> Path:
         return self.path.parent
+
+    def readable(self, enabled: Iterable[Check]) -> tuple[Path, ...]:
+        """The task files cases may read while these checks are enabled."""
+        keys = {check.key for check in enabled}
+        own = (path for key, table in self.checks.items() if key in keys for path in table.files)
+        return tuple(dict.fromkeys([*self.files, *own]))
 
 
 def find_task_file(task: Path) -> Path:
@@ -43,10 +60,9 @@ def find_task_file(task: Path) -> Path:
     return task / "task.toml" if task.is_dir() else task
 
 
-def load_task(task: Path, checks: tuple[Check, ...] | list[Check]) -> Task:
-    path = find_task_file(task).resolve()
+def _read(path: Path) -> dict[str, Any]:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such task file") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -54,18 +70,18 @@ def load_task(task: Path, checks: tuple[Check, ...] | list[Check]) -> Task:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
 
+
+def load_task(task: Path, checks: tuple[Check, ...] | list[Check]) -> Task:
+    path = find_task_file(task).resolve()
+    data = _read(path)
+
     def fail(key: str, problem: str) -> ConfigError:
         return ConfigError(f"{path}: {key}: {problem}")
 
-    unknown = sorted(set(data) - {"source", "checks"})
+    unknown = sorted(set(data) - _TOP_KEYS)
     if unknown:
         raise fail(unknown[0], "unknown key")
-    raw_source = data.get("source")
-    if not isinstance(raw_source, str) or not raw_source:
-        raise fail("source", "must be the path of the source tree")
-    source = (path.parent / raw_source).resolve()
-    if not source.is_dir():
-        raise fail("source", f"{source} is not a directory")
+    source = _source(path, data.get("source"), fail)
     tables = data.get("checks", {})
     if not isinstance(tables, dict):
         raise fail("checks", "must be a table of check tables")
@@ -77,27 +93,82 @@ def load_task(task: Path, checks: tuple[Check, ...] | list[Check]) -> Task:
             raise fail(f"checks.{key}", f"unknown check (known: {', '.join(known)})")
         if not isinstance(table, dict):
             raise fail(f"checks.{key}", "must be a table")
-        loaded[key] = _load_table(check, table, lambda k, p, key=key: fail(f"checks.{key}.{k}", p))
-    return Task(path=path, source=source, checks=loaded)
+        loaded[key] = _load_table(check, table, path, _within(fail, f"checks.{key}"))
+    files = _files(data.get("files", []), path, lambda p: fail("files", p))
+    network = data.get("network", False)
+    if not isinstance(network, bool):
+        raise fail("network", f"must be true or false (got {network!r})")
+    loaded_task = Task(path, source, loaded, files, _env(data.get("env", {}), fail), network)
+    _check_references(loaded_task, fail)
+    return loaded_task
 
 
-def _load_table(check: Check, table: dict[str, Any], fail: Any) -> TaskCheck:
+def _within(fail: Fail, prefix: str) -> Fail:
+    """`fail` for the keys of one table."""
+    return lambda key, problem: fail(f"{prefix}.{key}", problem)
+
+
+def _source(path: Path, raw: object, fail: Fail) -> Path:
+    if not isinstance(raw, str) or not raw:
+        raise fail("source", "must be the path of the source tree")
+    source = (path.parent / raw).resolve()
+    if not source.is_dir():
+        raise fail("source", f"{source} is not a directory")
+    if path.parent == source or source in path.parents:
+        # The agent edits the source tree: it would hold the task's withheld files too.
+        raise fail("source", f"{source} holds the task folder; the task must lie outside it")
+    return source
+
+
+def _files(raw: object, path: Path, fail: Callable[[str], ConfigError]) -> tuple[Path, ...]:
+    """Task files (or folders) relative to the folder of task.toml (`path`), or absolute; each
+    must exist, and neither task.toml nor the task folder itself may be given away."""
+    if not isinstance(raw, list) or not all(isinstance(item, str) and item for item in raw):
+        raise fail("must be a list of paths (relative to the task folder, or absolute)")
+    found = []
+    for item in raw:
+        resolved = (path.parent / item).resolve()
+        if resolved == path or resolved == path.parent or resolved in path.parents:
+            raise fail(f"{item}: the task folder and task.toml are never readable by a case")
+        if not resolved.exists():
+            raise fail(f"{item}: no such file or folder ({resolved})")
+        found.append(resolved)
+    return tuple(found)
+
+
+def _env(raw: object, fail: Fail) -> dict[str, str]:
+    if not isinstance(raw, dict):
+        raise fail("env", 'must be a table of NAME = "value"')
+    for name, value in raw.items():
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) or not isinstance(value, str):
+            raise fail(f"env.{name}", "must be a variable name with a string value")
+        if name.startswith("SSE_"):
+            raise fail(f"env.{name}", "SSE_ variables are ssebench's own")
+    return dict(raw)
+
+
+def _check_references(task: Task, fail: Fail) -> None:
+    """Every `$SSE_TASK_DIR/<path>` a command names must be a file its cases may read: a PoC
+    that cannot open its input would otherwise pass as "no longer triggers"."""
+    for key, table in task.checks.items():
+        allowed = (*task.files, *table.files)
+        for index, command in enumerate(table.cases):
+            for match in _TASK_PATH.finditer(command):
+                named = (task.directory / match.group(1)).resolve()
+                if not any(named == root or root in named.parents for root in allowed):
+                    raise fail(
+                        f"checks.{key}",
+                        f"case {index + 1} names $SSE_TASK_DIR/{match.group(1)}, which is in "
+                        "neither this check's files nor the top-level files",
+                    )
+
+
+def _load_table(check: Check, table: dict[str, Any], path: Path, fail: Fail) -> TaskCheck:
     option_keys = set(check.options.model_fields) if check.options else set()
     for name in table:
         if name not in _TABLE_KEYS | option_keys:
             raise fail(name, "unknown key")
-    if ("run" in table) == ("cases" in table):
-        raise fail("run", "give exactly one of 'run' (one case) or 'cases' (a list)")
-    if "run" in table:
-        cases = [table["run"]]
-        where = "run"
-    else:
-        cases = table["cases"]
-        where = "cases"
-        if not isinstance(cases, list):
-            raise fail(where, "must be a list of commands")
-    if not all(isinstance(case, str) and case.strip() for case in cases):
-        raise fail(where, "every command must be a non-empty string")
+    cases = _cases(table, fail)
     timeout = table.get("timeout", DEFAULT_TIMEOUT)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float):
         raise fail("timeout", f"must be a number of seconds (got {timeout!r})")
@@ -105,6 +176,7 @@ def _load_table(check: Check, table: dict[str, Any], fail: Any) -> TaskCheck:
         raise fail("timeout", f"must be a finite number of seconds (got {timeout!r})")
     if timeout <= 0:
         raise fail("timeout", f"must be greater than 0 (got {timeout!r})")
+    files = _files(table.get("files", []), path, lambda p: fail("files", p))
     options = None
     if check.options is not None:
         given = {name: table[name] for name in option_keys if name in table}
@@ -114,4 +186,16 @@ def _load_table(check: Check, table: dict[str, Any], fail: Any) -> TaskCheck:
             error = exc.errors()[0]
             where = ".".join(str(part) for part in error["loc"])
             raise fail(where, error["msg"].removeprefix("Value error, ")) from None
-    return TaskCheck(check=check, cases=tuple(cases), timeout=float(timeout), options=options)
+    return TaskCheck(check, tuple(cases), float(timeout), options, files)
+
+
+def _cases(table: dict[str, Any], fail: Fail) -> list[str]:
+    if ("run" in table) == ("cases" in table):
+        raise fail("run", "give exactly one of 'run' (one case) or 'cases' (a list)")
+    where = "run" if "run" in table else "cases"
+    cases = [table["run"]] if where == "run" else table["cases"]
+    if not isinstance(cases, list):
+        raise fail(where, "must be a list of commands")
+    if not all(isinstance(case, str) and case.strip() for case in cases):
+        raise fail(where, "every command must be a non-empty string")
+    return cases

@@ -18,10 +18,29 @@ from pathlib import Path
 import pytest
 
 from ssebench.core.case import CaseRun
-from ssebench.daemon.runner import RunnerError, run_command
+from ssebench.daemon.cases import UNCONFINED
+from ssebench.daemon.isolation import Policy
+from ssebench.daemon.runner import GRACE_SECONDS, Runner, RunnerError
 
 LIVE_DEADLINE = 2.0
 REAP_DEADLINE = 4.0
+
+
+async def run_command(
+    command: str,
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    timeout: float,
+    log_path: Path,
+    grace: float = GRACE_SECONDS,
+) -> CaseRun:
+    """One case through a runner (and its supervisor) of its own, unconfined."""
+    runner = Runner(UNCONFINED, Policy(), grace=grace)
+    try:
+        return await runner.run(command, cwd=cwd, env=env, timeout=timeout, log_path=log_path)
+    finally:
+        runner.close()
 
 
 def _run(
@@ -361,7 +380,7 @@ def test_an_unwritable_log_is_a_runner_error(tmp_path: Path) -> None:
             run_command("true", cwd=tmp_path, env=dict(os.environ), timeout=5, log_path=log_path)
         )
     assert str(caught.value) == (
-        f"cannot start 'true' in {tmp_path}: [Errno 2] No such file or directory: '{log_path}'"
+        f"cannot open the log {log_path}: [Errno 2] No such file or directory: '{log_path}'"
     )
 
 

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
+from ssebench.core.cli.isolation import choose_isolation
 from ssebench.core.cli.parser import EXIT_FAILED, EXIT_INTERNAL, EXIT_OK
 from ssebench.core.errors import ConfigError
 from ssebench.core.orchestrator import Progress
@@ -49,9 +50,12 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     settings = load_settings(SSE_DIFFICULTY=args.difficulty)
     registry = build_registry()
+    mechanism = choose_isolation(args.isolation)
 
     async def job() -> str:
-        async with local_daemon(args.task, registry, settings.difficulty) as daemon:
+        async with local_daemon(
+            args.task, registry, settings.difficulty, mechanism=mechanism, log_dir=settings.log_dir
+        ) as daemon:
             return await run_test_patch(
                 registry.checks,
                 settings.difficulty,
@@ -80,10 +84,13 @@ def cmd_grade(args: argparse.Namespace) -> int:
     if args.task is None and url is None:
         raise ConfigError("grade needs --task DIR, or --daemon-url URL for a running daemon")
     progress = stderr_progress(args.quiet)
+    mechanism = choose_isolation(args.isolation) if args.task is not None else None
 
     async def job() -> Outcome:
         if args.task is not None:
-            async with local_daemon(args.task, registry, None) as daemon:
+            async with local_daemon(
+                args.task, registry, None, mechanism=mechanism, log_dir=settings.log_dir
+            ) as daemon:
                 return await run_checks(
                     registry.checks, None, daemon, coverage=False, progress=progress
                 )

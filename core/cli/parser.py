@@ -25,6 +25,7 @@ RUN_HELP = (
 )
 CONFIG_HELP = "print the ready-to-paste registration of the ssebench MCP server for an agent"
 LEVEL_HELP = "level 0-4 (default: SSE_DIFFICULTY or 2)"
+ISOLATIONS = ("auto", "bubblewrap", "landlock")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -51,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     _task_flag(check, required=True)
     check.add_argument("--difficulty", type=_level_flag, help=LEVEL_HELP)
     check.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    _isolation_flags(check)
     grade = command("grade", GRADE_HELP)
     where = grade.add_mutually_exclusive_group()
     _task_flag(where)
@@ -58,12 +60,14 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--daemon-api", choices=DAEMON_APIS, default="auto",
                        help=f"with --daemon-url: {DAEMON_API_HELP}")  # fmt: skip
     grade.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    _isolation_flags(grade)
     command("plugins", "list the discovered checks")
     daemon = command("daemon", "run the daemon alone")
     _task_flag(daemon, required=True)
     daemon.add_argument("--host", default="127.0.0.1")
     daemon.add_argument("--port", type=int, default=3001)
     daemon.add_argument("--difficulty", type=_level_flag, help=LEVEL_HELP)
+    _isolation_flags(daemon)
     _serve_flags(command("serve", SERVE_HELP))
     run = command("run", RUN_HELP)
     _serve_flags(run)
@@ -79,7 +83,26 @@ def _task_flag(
     cmd.add_argument("--task", type=Path, required=required, help="task folder or its task.toml")
 
 
+def _isolation_flags(cmd: argparse.ArgumentParser) -> None:
+    """How the agent's code is confined; confined unless --no-isolation says otherwise."""
+    which = cmd.add_mutually_exclusive_group()
+    which.add_argument(
+        "--isolation",
+        choices=ISOLATIONS,
+        default="auto",
+        help="how each case is confined (default auto: the strongest this machine allows)",
+    )
+    which.add_argument(
+        "--no-isolation",
+        dest="isolation",
+        action="store_const",
+        const="none",
+        help="run the agent's build, tests and PoCs unconfined (a warning at every start)",
+    )
+
+
 def _serve_flags(cmd: argparse.ArgumentParser) -> None:
+    _isolation_flags(cmd)
     where = cmd.add_mutually_exclusive_group()
     where.add_argument("--task", type=Path, help="task folder or its task.toml (embedded daemon)")
     where.add_argument(

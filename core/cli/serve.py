@@ -11,11 +11,13 @@ import logging
 import os
 import sys
 
+from ssebench.core.cli.isolation import choose_isolation
 from ssebench.core.cli.parser import EXIT_OK
 from ssebench.core.cli.startup import loading
 from ssebench.core.errors import ConfigError
 from ssebench.core.registry import Registry, build_registry
 from ssebench.core.settings import Settings, load_settings
+from ssebench.daemon.isolation import Mechanism
 from ssebench.daemon.task import Task, load_task
 
 PUBLIC_URL = "http://localhost:3000/mcp"
@@ -42,7 +44,10 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     settings = load_settings(SSE_DIFFICULTY=args.difficulty)
     registry = build_registry()
     task = load_task(args.task, registry.checks)
-    app = create_app(task, registry, settings.difficulty)
+    mechanism = choose_isolation(args.isolation)
+    app = create_app(
+        task, registry, settings.difficulty, mechanism=mechanism, log_dir=settings.log_dir
+    )
     print(
         f"ssebench: daemon for {task.path} at http://{args.host}:{args.port} "
         f"(difficulty {settings.difficulty})",
@@ -52,8 +57,11 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def serve_plan(args: argparse.Namespace) -> tuple[Settings, Registry, Task | None]:
-    """Everything serve checks before it binds: settings, plugins, task, address. One line each."""
+def serve_plan(
+    args: argparse.Namespace, *, confine: bool = True
+) -> tuple[Settings, Registry, Task | None, Mechanism | None]:
+    """Everything serve checks before it binds: settings, plugins, task, address, isolation (with
+    `confine`; `run` leaves that to its server). One line each."""
     from ssebench.core.daemons.connect import daemon_location
 
     settings = load_settings(SSE_DIFFICULTY=args.difficulty, SSE_DAEMON_URL=args.daemon_url)
@@ -75,11 +83,12 @@ def serve_plan(args: argparse.Namespace) -> tuple[Settings, Registry, Task | Non
             f"--host {args.host} is not a loopback address; pass --allow-remote to expose "
             "test_patch beyond this machine"
         )
-    return settings, registry, task
+    mechanism = choose_isolation(args.isolation) if task is not None and confine else None
+    return settings, registry, task, mechanism
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    settings, registry, task = serve_plan(args)  # refused before the server's imports
+    settings, registry, task, mechanism = serve_plan(args)  # refused before the imports
     with loading():
         from ssebench.core.server import http
 
@@ -107,6 +116,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             level=settings.difficulty,
             log_dir=settings.log_dir,
             task=task,
+            mechanism=mechanism,
             sockets=sockets,
             daemon_api=args.daemon_api or "auto",
             daemon_url=settings.daemon_url,
@@ -125,8 +135,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not command:
         raise ConfigError("run needs a command after --, e.g. ssebench run --task DIR -- agent")
     # The server would refuse the same settings, but checking here never starts it at all.
-    settings, _, _ = serve_plan(args)
+    settings = serve_plan(args, confine=False)[0]
     serve_argv = [
+        *(["--isolation", args.isolation] if args.isolation != "none" else ["--no-isolation"]),
         *(["--task", str(args.task)] if args.task else []),
         *(["--daemon-url", args.daemon_url] if args.daemon_url else []),
         *(["--daemon-api", args.daemon_api] if args.daemon_api else []),

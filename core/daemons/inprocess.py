@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from starlette.applications import Starlette
 from ssebench.core.daemons.native import HttpDaemon
 from ssebench.core.registry import Registry
 from ssebench.daemon.app import create_app, spool_lookup
+from ssebench.daemon.isolation import Mechanism
 from ssebench.daemon.task import load_task
 
 _QUEUE_CHUNKS = 8  # at most this many body chunks wait for the reader
@@ -37,12 +37,18 @@ def attach(app: Starlette, client: httpx.AsyncClient) -> HttpDaemon:
 
 @contextlib.asynccontextmanager
 async def local_daemon(
-    task_path: Path, registry: Registry, level: int | None
+    task_path: Path,
+    registry: Registry,
+    level: int | None,
+    *,
+    mechanism: Mechanism | None = None,
+    log_dir: Path | None = None,
 ) -> AsyncIterator[HttpDaemon]:
-    """Our daemon app in-process, reached over the same HTTP API without a port."""
+    """Our daemon app in-process, reached over the same HTTP API without a port; its cases run
+    confined by `mechanism` and never see `log_dir`. The app's lifespan runs around it."""
     task = load_task(task_path, registry.checks)
-    with tempfile.TemporaryDirectory(prefix="ssebench-spool-") as spool:
-        app = create_app(task, registry, level, spool=Path(spool))
+    app = create_app(task, registry, level, mechanism=mechanism, log_dir=log_dir)
+    async with app.router.lifespan_context(app):
         transport = StreamingASGITransport(app)
         async with httpx.AsyncClient(transport=transport, base_url="http://daemon") as client:
             yield attach(app, client)

@@ -28,6 +28,7 @@ from ssebench.core.orchestrator import Daemon
 from ssebench.core.registry import Registry
 from ssebench.core.server.app import build_server
 from ssebench.daemon.app import create_app
+from ssebench.daemon.isolation import Mechanism
 from ssebench.daemon.task import Task
 
 MCP_PATH = "/mcp"
@@ -80,6 +81,7 @@ async def serve_test_patch(
     log_dir: Path,
     task: Task | None,
     sockets: Sequence[socket.socket],
+    mechanism: Mechanism | None = None,
     daemon_api: str = "auto",
     daemon_url: str | None = None,
     allowed_hosts: Sequence[str] = (),
@@ -95,7 +97,7 @@ async def serve_test_patch(
     async with contextlib.AsyncExitStack() as stack:
         daemon: Daemon
         if task is not None:
-            app = create_app(task, registry, level)
+            app = create_app(task, registry, level, mechanism=mechanism, log_dir=log_dir)
             apps.append(app)
             host, port = sockets[1].getsockname()[:2]
             client = httpx.AsyncClient(  # plain HTTP: no TLS context to load at start

@@ -1,0 +1,296 @@
+"""The case supervisor: a process per daemon that starts each case confined and ends all of it.
+
+It is a child subreaper, so every process a case starts stays its descendant whatever it does
+(setsid, double fork, env -u, a new name); when the case's shell ends, or the daemon says stop,
+it kills every one of them. It is single-threaded, so it may run Python between fork and exec:
+the Landlock domain and the capability drop are applied there. The case writes into a pipe,
+which it copies into the daemon's log file up to a bound, so a case that prints without end
+cannot fill the disk. When the daemon goes away (its socket closes) it kills what runs and exits.
+
+Messages are JSON over a SOCK_SEQPACKET socket (one message a packet; the log file's fd rides
+along with `run`): see daemon/runner.py, the daemon's side.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ssebench.daemon.isolation import (
+    BUBBLEWRAP,
+    LANDLOCK,
+    Mechanism,
+    Policy,
+    bwrap_argv,
+    confine_self,
+    landlock_ruleset,
+    last_capability,
+)
+
+PR_SET_CHILD_SUBREAPER = 36
+PR_SET_DUMPABLE = 4
+F_SETPIPE_SZ = 1031
+PIPE_SIZE = 1 << 20
+STEP = 1 << 20
+EOF_WAIT = 5.0  # seconds to wait for the output to close once every process was killed
+TICK = 0.5
+
+
+@dataclass
+class Case:
+    id: str
+    pid: int
+    pipe: int
+    log: int
+    limit: int
+    written: int = 0
+    dropped: int = 0
+    status: int | None = None  # the shell's wait status, once reaped
+    eof: bool = False
+    killed: int = 0
+    stop_at: float | None = None  # when a stop asked for turns into SIGKILL
+    eof_by: float | None = None
+
+    def copy(self) -> None:
+        """Move what the pipe holds into the log, up to the limit; drop the rest."""
+        while True:
+            try:
+                if self.written < self.limit:
+                    moved = _splice(self.pipe, self.log, min(STEP, self.limit - self.written))
+                    self.written += moved
+                else:
+                    moved = len(os.read(self.pipe, STEP))
+                    self.dropped += moved
+            except BlockingIOError:
+                return
+            if moved == 0:
+                self.eof = True
+                return
+
+    def finish(self) -> dict[str, Any]:
+        if self.dropped:
+            note = (
+                f"\n[ssebench: this case printed more than its log's limit of {self.limit} bytes;"
+                f" the {self.dropped} bytes after it were dropped]\n"
+            )
+            with contextlib.suppress(OSError):
+                os.write(self.log, note.encode())
+        os.close(self.log)
+        os.close(self.pipe)
+        status = self.status or 0
+        signum = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+        code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
+        return {"op": "ended", "id": self.id, "exit_code": code, "signal": signum,
+                "killed": self.killed, "dropped": self.dropped}  # fmt: skip
+
+
+def _splice(source: int, target: int, count: int) -> int:
+    try:
+        return os.splice(source, target, count)
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.ENOSYS):
+            raise
+    data = os.read(source, count)  # a file system that cannot splice: copy by hand
+    os.write(target, data)
+    return len(data)
+
+
+@dataclass
+class Supervisor:
+    sock: socket.socket
+    mechanism: Mechanism = field(default_factory=lambda: Mechanism("none"))
+    policy: Policy = field(default_factory=Policy)
+    ruleset: int = -1
+    last_cap: int = 0
+    cases: dict[str, Case] = field(default_factory=dict)
+
+    def send(self, message: dict[str, Any]) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.send(json.dumps(message).encode())
+
+    def setup(self, message: dict[str, Any]) -> None:
+        self.mechanism = Mechanism(**message["mechanism"])
+        self.policy = Policy.from_json(message["policy"])
+        if self.mechanism.name == LANDLOCK:
+            self.ruleset = landlock_ruleset(self.policy, self.mechanism.landlock_abi)
+            self.last_cap = last_capability()
+        self.send({"op": "ready"})
+
+    def start(self, message: dict[str, Any], fds: list[int]) -> None:
+        (log,) = fds
+        read_end, write_end = os.pipe2(os.O_CLOEXEC)
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(read_end, F_SETPIPE_SZ, PIPE_SIZE)
+        os.set_blocking(read_end, False)
+        argv = list(message["argv"])
+        confine: Callable[[], None] | None = None
+        if self.mechanism.name == BUBBLEWRAP:
+            prefix = bwrap_argv(self.mechanism, self.policy, message["case_dir"], message["cwd"])
+            argv = prefix + argv
+        elif self.mechanism.name == LANDLOCK:
+            ruleset, last_cap = self.ruleset, self.last_cap
+            confine = lambda: confine_self(ruleset, last_cap)  # noqa: E731
+        try:
+            proc = subprocess.Popen(
+                argv, cwd=message["cwd"], env=message["env"], stdin=subprocess.DEVNULL,
+                stdout=write_end, stderr=subprocess.STDOUT, start_new_session=True,
+                preexec_fn=confine,
+            )  # fmt: skip
+        except (OSError, subprocess.SubprocessError) as exc:
+            for fd in (read_end, write_end, log):
+                os.close(fd)
+            self.send({"op": "failed", "id": message["id"], "message": str(exc)})
+            return
+        finally:
+            with contextlib.suppress(OSError):
+                os.close(write_end)
+        # We reap every child ourselves (orphans included): this Popen must never wait for it.
+        proc.returncode = 0
+        case = Case(message["id"], proc.pid, read_end, log, int(message["log_limit"]))
+        self.cases[case.id] = case
+        self.send({"op": "started", "id": case.id, "pid": proc.pid})
+
+    def stop(self, message: dict[str, Any]) -> None:
+        case = self.cases.get(message["id"])
+        if case is not None and case.stop_at is None:
+            case.stop_at = time.monotonic() + float(message.get("grace", 1.0))
+            signal_all(signal.SIGTERM)
+
+    def reap(self) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            for case in self.cases.values():
+                if case.pid == pid:
+                    case.status = status
+
+    def advance(self, now: float) -> None:
+        """Move each case on: kill what is left once its shell ended (or a stop ran out), and
+        answer once its output is closed."""
+        for case in list(self.cases.values()):
+            if case.status is None and case.stop_at is not None and now >= case.stop_at:
+                case.killed += kill_all(self.reap)
+            if case.status is not None and case.eof_by is None:
+                case.killed += kill_all(self.reap)
+                case.eof_by = now + EOF_WAIT
+            if case.status is not None and (case.eof or (case.eof_by or now) <= now):
+                case.copy()
+                del self.cases[case.id]
+                self.send(case.finish())
+
+    def wait(self) -> float:
+        """Seconds until the next thing a case waits for is due (at most TICK)."""
+        due = [c.stop_at for c in self.cases.values() if c.stop_at and c.status is None]
+        due += [c.eof_by for c in self.cases.values() if c.eof_by]
+        return max(0.0, min([TICK, *(at - time.monotonic() for at in due)]))
+
+    def handle(self, message: dict[str, Any], fds: list[int]) -> None:
+        op = message.get("op")
+        if op == "setup":
+            self.setup(message)
+        elif op == "run":
+            self.start(message, fds)
+        elif op == "stop":
+            self.stop(message)
+
+    def serve(self) -> None:
+        wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        signal.set_wakeup_fd(wake_w)
+        signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+        while True:
+            pipes = {case.pipe: case for case in self.cases.values() if not case.eof}
+            watched: list[Any] = [self.sock, wake_r, *pipes]
+            ready, _, _ = select.select(watched, [], [], self.wait())
+            if wake_r in ready:
+                with contextlib.suppress(BlockingIOError):
+                    os.read(wake_r, 4096)
+            for fd in ready:
+                if fd in pipes:
+                    pipes[fd].copy()
+            self.reap()
+            if self.sock in ready:
+                data, fds, _, _ = socket.recv_fds(self.sock, 1 << 20, 4)
+                if not data:
+                    kill_all(self.reap)  # the daemon is gone: nothing it started may stay
+                    return
+                try:
+                    self.handle(json.loads(data), fds)
+                except Exception as exc:  # a bad message or a setup failure: say so, go on
+                    self.send({"op": "error", "message": f"{type(exc).__name__}: {exc}"})
+            self.advance(time.monotonic())
+
+
+def descendants() -> list[int]:
+    """Every live process below this one (zombies excluded: they only wait to be reaped)."""
+    children: dict[int, list[int]] = {}
+    alive: set[int] = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as file:
+                fields = file.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry))
+        if fields[0] not in (b"Z", b"X"):
+            alive.add(int(entry))
+    found, todo = [], [os.getpid()]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return [pid for pid in found if pid in alive]
+
+
+def signal_all(signum: int) -> int:
+    sent = 0
+    for pid in descendants():
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signum)
+            sent += 1
+    return sent
+
+
+def kill_all(reap: Callable[[], None]) -> int:
+    """SIGKILL every descendant until none is left (a fork between scans is caught next time)."""
+    killed = 0
+    for _ in range(1000):
+        sent = signal_all(signal.SIGKILL)
+        reap()
+        if not sent:
+            return killed
+        killed += sent
+        time.sleep(0.001)
+    return killed
+
+
+def main() -> None:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # no same-uid reader of our memory
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl+C is the daemon's to handle
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    Supervisor(sock).serve()
+
+
+if __name__ == "__main__":
+    main()
