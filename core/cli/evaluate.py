@@ -18,6 +18,7 @@ from ssebench.core.orchestrator import Progress
 from ssebench.core.registry import build_registry
 from ssebench.core.report import HEADLINE, INTERNAL_FAILURE, internal_failure
 from ssebench.core.settings import load_settings
+from ssebench.daemon.task import load_task
 
 T = TypeVar("T")
 
@@ -50,11 +51,12 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     settings = load_settings(SSE_DIFFICULTY=args.difficulty)
     registry = build_registry()
+    task = load_task(args.task, registry.checks)
     mechanism = choose_isolation(args.isolation)
 
     async def job() -> str:
         async with local_daemon(
-            args.task, registry, settings.difficulty, mechanism=mechanism, log_dir=settings.log_dir
+            task, registry, settings.difficulty, mechanism=mechanism, log_dir=settings.log_dir
         ) as daemon:
             return await run_test_patch(
                 registry.checks,
@@ -84,12 +86,13 @@ def cmd_grade(args: argparse.Namespace) -> int:
     if args.task is None and url is None:
         raise ConfigError("grade needs --task DIR, or --daemon-url URL for a running daemon")
     progress = stderr_progress(args.quiet)
-    mechanism = choose_isolation(args.isolation) if args.task is not None else None
+    task = load_task(args.task, registry.checks) if args.task is not None else None
+    mechanism = choose_isolation(args.isolation) if task is not None else None
 
     async def job() -> Outcome:
-        if args.task is not None:
+        if task is not None:
             async with local_daemon(
-                args.task, registry, None, mechanism=mechanism, log_dir=settings.log_dir
+                task, registry, None, mechanism=mechanism, log_dir=settings.log_dir
             ) as daemon:
                 return await run_checks(
                     registry.checks, None, daemon, coverage=False, progress=progress

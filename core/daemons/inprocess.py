@@ -25,7 +25,7 @@ from ssebench.core.daemons.native import HttpDaemon
 from ssebench.core.registry import Registry
 from ssebench.daemon.app import create_app, spool_lookup
 from ssebench.daemon.isolation import Mechanism
-from ssebench.daemon.task import load_task
+from ssebench.daemon.task import Task, load_task
 
 _QUEUE_CHUNKS = 8  # at most this many body chunks wait for the reader
 
@@ -37,7 +37,7 @@ def attach(app: Starlette, client: httpx.AsyncClient) -> HttpDaemon:
 
 @contextlib.asynccontextmanager
 async def local_daemon(
-    task_path: Path,
+    task: Task | Path,
     registry: Registry,
     level: int | None,
     *,
@@ -45,8 +45,11 @@ async def local_daemon(
     log_dir: Path | None = None,
 ) -> AsyncIterator[HttpDaemon]:
     """Our daemon app in-process, reached over the same HTTP API without a port; its cases run
-    confined by `mechanism` and never see `log_dir`. The app's lifespan runs around it."""
-    task = load_task(task_path, registry.checks)
+    confined by `mechanism` and never see `log_dir`. The app's lifespan runs around it.
+
+    `task` is a loaded task, or the path of one."""
+    if isinstance(task, Path):
+        task = load_task(task, registry.checks)
     app = create_app(task, registry, level, mechanism=mechanism, log_dir=log_dir)
     async with app.router.lifespan_context(app):
         transport = StreamingASGITransport(app)
