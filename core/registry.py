@@ -19,7 +19,7 @@ ENTRY_POINT_GROUP = "ssebench.checks"
 # Level 4 runs nothing (the spec), so the highest level a check can run at is the one below it.
 MAX_LEVELS = LEVELS[:-1]
 _KEY = re.compile(r"[A-Za-z0-9_-]+")
-_TABLE_KEYS = {"run", "cases", "timeout"}  # every check table has these
+_TABLE_KEYS = {"run", "cases", "timeout", "files"}  # every check table has these
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
-"""The guard: a small process that kills running case groups and removes the spool if we die.
+"""The guard: a small process that removes the daemon's folders (spool, case folders) if it dies.
 
 SIGKILL leaves the daemon no chance to clean up, so a process of its own, started on first
 use, holds what must not outlive it. It reads registrations from a pipe whose write end only
-the daemon holds; at end of input (the daemon is gone) it acts on what is still registered.
+the daemon holds; at end of input (the daemon is gone) it removes what is still registered.
+(Running cases are the case supervisor's to end: it sees its socket close too.)
 """
 
 from __future__ import annotations
@@ -12,20 +13,16 @@ import os
 import subprocess
 from pathlib import Path
 
-# Reads "+ PGID" / "- PGID" and "d+ DIR" / "d- DIR" lines; at end of input, which comes when
-# every copy of the write end is closed (our process died), it kills the groups and removes
-# the folders still registered.
+# Reads "+ DIR" / "- DIR" lines; at end of input, which comes when every copy of the write end
+# is closed (our process died), it removes the folders still registered.
 _GUARD_SCRIPT = """
-declare -A groups dirs
+declare -A dirs
 while IFS= read -r line; do
   case "$line" in
-    "+ "*) groups[${line#+ }]=1 ;;
-    "- "*) unset "groups[${line#- }]" ;;
-    "d+ "*) dirs[${line#d+ }]=1 ;;
-    "d- "*) unset "dirs[${line#d- }]" ;;
+    "+ "*) dirs[${line#+ }]=1 ;;
+    "- "*) unset "dirs[${line#- }]" ;;
   esac
 done
-for id in "${!groups[@]}"; do kill -KILL -- "-$id" 2>/dev/null; done
 for dir in "${!dirs[@]}"; do rm -rf -- "$dir"; done
 """
 
@@ -45,25 +42,19 @@ class _Guard:
         self._pid = 0  # the process that started the guard
         self._lines: set[str] = set()
 
-    def add(self, pgid: int) -> None:
-        self._register(f"+ {pgid}", f"- {pgid}")
-
-    def remove(self, pgid: int) -> None:
-        self._register(f"- {pgid}", f"+ {pgid}")
-
     def own(self, folder: Path) -> None:
         """Remove `folder` if we die without doing it ourselves."""
         if "\n" not in str(folder):
-            self._register(f"d+ {folder}", f"d- {folder}")
+            self._register(f"+ {folder}", f"- {folder}")
 
     def disown(self, folder: Path) -> None:
         if "\n" not in str(folder):
-            self._register(f"d- {folder}", f"d+ {folder}")
+            self._register(f"- {folder}", f"+ {folder}")
 
     def _register(self, line: str, undone: str) -> None:
         if undone in self._lines:
             self._lines.discard(undone)
-        elif line.startswith(("+", "d+")):
+        elif line.startswith("+"):
             self._lines.add(line)
         else:
             return  # never registered: nothing to tell
@@ -103,13 +94,13 @@ class _Guard:
         self._write("".join(f"{line}\n" for line in sorted(self._lines)))
 
 
-GUARD = _Guard()
+_GUARD = _Guard()
 
 
 def own_folder(folder: Path) -> None:
     """The daemon's spool: removed by the guard should this process die before removing it."""
-    GUARD.own(folder)
+    _GUARD.own(folder)
 
 
 def disown_folder(folder: Path) -> None:
-    GUARD.disown(folder)
+    _GUARD.disown(folder)

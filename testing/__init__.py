@@ -44,9 +44,23 @@ def _toml_value(value: Any) -> str:
     return json.dumps(str(value), ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
-def task_toml(checks: Mapping[str, Table], source: str = "src") -> str:
-    """task.toml text; a table given as a string is `run`, as a list `cases`."""
+def task_toml(
+    checks: Mapping[str, Table],
+    source: str = "src",
+    *,
+    readable: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    network: bool = False,
+) -> str:
+    """task.toml text; a table given as a string is `run`, as a list `cases`. `readable` is the
+    top-level `files` (task files every case may read), `env` and `network` the keys so named."""
     lines = [f"source = {_toml_value(source)}"]
+    if readable:
+        lines.append(f"files = {_toml_value(list(readable))}")
+    if env:
+        lines.append(f"env = {_toml_value(dict(env))}")
+    if network:
+        lines.append("network = true")
     for key, table in checks.items():
         if isinstance(table, str):
             table = {"run": table}
@@ -64,6 +78,7 @@ class TaskHandle:
     path: Path
     registry: Registry
     log_dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="ssebench-mcp-")))
+    isolation: str = "none"  # or "auto", "bubblewrap", "landlock": how cases are confined
 
     @property
     def source(self) -> Path:
@@ -79,9 +94,14 @@ class TaskHandle:
         """Run `job` against a daemon of this task at `level`, made for the run alone."""
 
         from ssebench.core.daemons.inprocess import local_daemon
+        from ssebench.daemon.isolation import choose
+
+        mechanism = choose(self.isolation)
 
         async def main() -> T:
-            async with local_daemon(self.path, self.registry, level) as daemon:
+            async with local_daemon(
+                self.path, self.registry, level, mechanism=mechanism, log_dir=self.log_dir
+            ) as daemon:
                 return await job(daemon)
 
         return asyncio.run(main())
@@ -134,22 +154,31 @@ def make_task(
     checks: Mapping[str, Table],
     *,
     files: Mapping[str, str | bytes] | None = None,
+    task_files: Mapping[str, str | bytes] | None = None,
+    readable: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
     plugins: Iterable[object] = (),
     use_entry_points: bool = True,
+    isolation: str = "none",
 ) -> TaskHandle:
-    """Write task.toml and `files` (paths relative to the source tree) under `directory`."""
-    source = directory / "src"
-    source.mkdir(parents=True, exist_ok=True)
-    for name, content in (files or {}).items():
-        target = source / name
+    """Write task.toml under `directory`, `files` into the source tree and `task_files` into the
+    task folder (a check reads them only when its table's `files`, or `readable`, names them)."""
+    _write_files(directory / "src", files or {})
+    _write_files(directory, task_files or {})
+    (directory / "task.toml").write_text(task_toml(checks, readable=readable, env=env))
+    registry = build_registry(plugins=plugins, use_entry_points=use_entry_points)
+    return TaskHandle(directory, registry, log_dir=directory / "mcp-logs", isolation=isolation)
+
+
+def _write_files(folder: Path, files: Mapping[str, str | bytes]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, content in files.items():
+        target = folder / name
         target.parent.mkdir(parents=True, exist_ok=True)
         if isinstance(content, bytes):
             target.write_bytes(content)
         else:
             target.write_text(content)
-    (directory / "task.toml").write_text(task_toml(checks))
-    registry = build_registry(plugins=plugins, use_entry_points=use_entry_points)
-    return TaskHandle(directory, registry, log_dir=directory / "mcp-logs")
 
 
 @pytest.fixture

@@ -1,0 +1,89 @@
+"""Isolation's cost per case: the same trivial case confined by each mechanism and unconfined.
+
+Each round runs `true` as a case of one daemon's `Cases` (its own TMPDIR and HOME, the case
+supervisor, the log) once per mechanism, in an order that rotates from round to round; the
+baseline is the same case unconfined (the supervisor, no sandbox), and, for scale, a bare
+`bash -c true` started by subprocess. Figures: the median time of each, and the median time
+each mechanism adds to the unconfined case, pair by pair. The overhead benchmark
+(bench/overhead.py) measures what that does to a whole test_patch call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import subprocess
+import time
+from pathlib import Path
+
+from _common import machine, parser, run, scratch, table
+
+from ssebench.daemon.cases import Cases
+from ssebench.daemon.isolation import IsolationError, choose
+from ssebench.daemon.task import load_task
+from ssebench.plugins.build import BUILD
+
+
+def available() -> list[str]:
+    found = ["none"]
+    for name in ("landlock", "bubblewrap"):
+        try:
+            choose(name)
+        except IsolationError:
+            continue
+        found.append(name)
+    return found
+
+
+async def measure(tmp: Path, rounds: int) -> dict[str, list[float]]:
+    (tmp / "src").mkdir()
+    (tmp / "task.toml").write_text('source = "src"\n[checks.build]\nrun = "true"\n')
+    task = load_task(tmp, [BUILD])
+    names = available()
+    cases = {name: Cases(task, [BUILD], mechanism=choose(name)) for name in names}
+    times: dict[str, list[float]] = {name: [] for name in [*names, "bare bash -c true"]}
+    try:
+        for name, each in cases.items():  # start every supervisor before timing anything
+            await each.run("true", timeout=30, log_path=tmp / f"{name}.log")
+        for index in range(rounds):
+            order = names[index % len(names) :] + names[: index % len(names)]
+            for name in order:
+                started = time.perf_counter()
+                run = await cases[name].run("true", timeout=30, log_path=tmp / f"{name}.log")
+                times[name].append(time.perf_counter() - started)
+                assert run.exit_code == 0, (name, run)
+            started = time.perf_counter()
+            subprocess.run(["bash", "-c", "true"], check=True)
+            times["bare bash -c true"].append(time.perf_counter() - started)
+    finally:
+        for each in cases.values():
+            each.close()
+    return times
+
+
+def main(args: object) -> dict[str, object]:
+    smoke = bool(args.smoke)  # type: ignore[attr-defined]
+    rounds = 5 if smoke else args.rounds  # type: ignore[attr-defined]
+    with scratch("ssebench-bench-isolation-") as tmp:
+        times = asyncio.run(measure(tmp, rounds))
+    base = times["none"]
+    rows = [("cases per mechanism", str(rounds), "")]
+    for name, values in times.items():
+        rows.append((f"{name}, median", f"{statistics.median(values) * 1000:.1f} ms", ""))
+    for name in times:
+        if name not in ("none", "bare bash -c true"):
+            added = [a - b for a, b in zip(times[name], base, strict=True)]
+            rows.append((f"{name} adds, median", f"{statistics.median(added) * 1000:.1f} ms", ""))
+    print(f"machine: {machine()}")
+    print(table("isolation: one trivial case, confined and not", rows))
+    return {"times": times, "met": True}
+
+
+def cli() -> object:
+    p = parser(__doc__)
+    p.add_argument("--rounds", type=int, default=200)
+    return p
+
+
+if __name__ == "__main__":
+    run(main, cli())

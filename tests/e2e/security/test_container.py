@@ -1,0 +1,51 @@
+"""The security suite again, inside Docker as task containers run: the daemon as root, Docker's
+default seccomp profile and capabilities, no user namespaces (so Landlock, not bubblewrap); and
+once more as an unprivileged user, as on a host where the daemon is not root.
+
+It needs the image `scripts/container.sh` builds (CI builds it and sets SSEBENCH_TEST_IMAGE);
+without one it is skipped, and says so.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.security, pytest.mark.container, pytest.mark.timeout(900)]
+
+ROOT = Path(__file__).resolve().parents[3]
+IMAGE = os.environ.get("SSEBENCH_TEST_IMAGE", "")
+SUITE = ["tests/unit/test_isolation.py", "tests/e2e/security"]
+
+
+@pytest.mark.skipif(
+    not IMAGE, reason="no image: run scripts/container.sh, then set SSEBENCH_TEST_IMAGE"
+)
+@pytest.mark.parametrize("user", ["0", "65534"])
+def test_the_security_suite_holds_in_a_default_docker_container(user: str) -> None:
+    probe = (
+        "/venv/bin/python -c 'from ssebench.daemon.isolation import choose; "
+        "print(choose().description)'; id -u; grep -E '^Seccomp:' /proc/self/status; "
+        f"/venv/bin/python -m pytest -p no:cacheprovider -q -m 'not container' {' '.join(SUITE)}"
+    )
+    mount = ["-v", f"{ROOT}:/src:ro", "-w", "/src"]
+    done = subprocess.run(
+        ["docker", "run", "--rm", "--user", f"{user}:{user}", *mount, IMAGE, "bash", "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=840,
+    )
+    print(done.stdout[-3000:], done.stderr[-2000:])
+    lines = done.stdout.splitlines()
+    assert lines[:3] == [
+        "landlock (ABI 7: files, processes, signals and TCP confined, no capabilities)",
+        user,
+        "Seccomp:\t2",
+    ]
+    assert done.returncode == 0
+    summary = lines[-1]
+    assert re.fullmatch(r"\d+ passed(, \d+ deselected)? in [\d.]+s( \(.*\))?", summary), summary
