@@ -123,12 +123,22 @@ class Runner:
         except RunnerError:
             raise
         except BaseException:
-            # Cancelled (the caller went away): the case is stopped before we let go; the stop
-            # is awaited, shielded, so a closing loop cannot drop it half done.
-            if started.done() and not started.cancelled():
-                with contextlib.suppress(BaseException):
-                    await asyncio.shield(self._stop(case_id, ended))
+            # Cancelled (the caller went away): the case is stopped before we let go, even one
+            # not yet started (the supervisor takes the stop after the run); the stop is
+            # awaited, shielded, so a closing loop cannot drop it half done.
+            with contextlib.suppress(BaseException):
+                await asyncio.shield(self._stop_when_started(case_id, started, ended))
             raise
+
+    async def _stop_when_started(
+        self,
+        case_id: str,
+        started: asyncio.Future[dict[str, Any]],
+        ended: asyncio.Future[dict[str, Any]],
+    ) -> None:
+        await self._send({"op": "stop", "id": case_id, "grace": self.grace})
+        if (await asyncio.wait_for(started, STOP_WAIT))["op"] == "started":
+            await asyncio.wait_for(ended, self.grace + STOP_WAIT)
 
     async def _stop(self, case_id: str, ended: asyncio.Future[dict[str, Any]]) -> dict[str, Any]:
         await self._send({"op": "stop", "id": case_id, "grace": self.grace})
@@ -156,10 +166,10 @@ class Runner:
 
     async def _ensure_started(self) -> None:
         async with self._start_lock:
-            if self._sock is not None:
-                if self._reader is not None and not self._reader.done():
-                    return
-                raise RunnerError("the case supervisor is gone")
+            if self._reader is not None and not self._reader.done():
+                return
+            if self._sock is not None:  # it died (killed from outside): start another
+                self.close()
             ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             try:
                 self._proc = subprocess.Popen(
@@ -210,6 +220,7 @@ class Runner:
             self._reader.cancel()
         if self._sock is not None:
             _close(self._sock, self._proc)
+        self._sock = self._proc = self._reader = None
 
 
 def _close(sock: socket.socket, proc: subprocess.Popen[bytes] | None) -> None:

@@ -212,3 +212,38 @@ def test_what_a_confined_case_can_and_cannot_do(tmp_path: Path, mechanism: str) 
         "hi unset",
     ]
     assert (task / "intent" / "t.sh").read_text() == "exit 0\n"
+
+
+def test_a_supervisor_killed_from_outside_fails_its_case_and_is_started_again(
+    tmp_path: Path,
+) -> None:
+    task = load_task(write_task(tmp_path, TOML), [BUILD, POCS, INTENT])
+    cases = Cases(task, [BUILD], mechanism=choose("none"))
+
+    async def scenario() -> list[str]:
+        seen = []
+        first = await cases.run("echo one", timeout=10, log_path=tmp_path / "1.log")
+        seen.append(f"first {first.exit_code}")
+        running = asyncio.create_task(cases.run("sleep 30", timeout=60, log_path=tmp_path / "2"))
+        await asyncio.sleep(0.5)
+        assert cases.runner._proc is not None
+        cases.runner._proc.kill()  # as root outside the case could
+        try:
+            await running
+        except Exception as exc:
+            seen.append(f"{type(exc).__name__}: {exc}")
+        again = await cases.run("echo three", timeout=10, log_path=tmp_path / "3.log")
+        seen.append(f"again {again.exit_code} {(tmp_path / '3.log').read_text().strip()}")
+        return seen
+
+    try:
+        assert asyncio.run(scenario()) == [
+            "first 0",
+            "RunnerError: the case supervisor died",
+            "again 0 three",
+        ]
+    finally:
+        cases.close()
+        # Its case outlived it: a case cannot kill the supervisor, only a privileged process
+        # outside could (the test, here), and such a process is beyond what ssebench confines.
+        os.system("pkill -9 -x -f 'sleep 30'")
