@@ -247,3 +247,33 @@ def test_a_supervisor_killed_from_outside_fails_its_case_and_is_started_again(
         # Its case outlived it: a case cannot kill the supervisor, only a privileged process
         # outside could (the test, here), and such a process is beyond what ssebench confines.
         os.system("pkill -9 -x -f 'sleep 30'")
+
+
+def test_where_no_mechanism_works_the_error_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A machine without bubblewrap and without Landlock cannot be made here; fake its answers.
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    monkeypatch.setattr("ssebench.daemon.isolation.landlock_abi", lambda: 0)
+    with pytest.raises(IsolationError) as caught:
+        choose("auto")
+    assert str(caught.value) == (
+        "no isolation mechanism works here: install bubblewrap (Debian: apt-get install "
+        "bubblewrap) where user namespaces are allowed, or run on Linux 6.12 or newer with "
+        "Landlock enabled (ABI 6); or pass --no-isolation to run the agent's code unconfined"
+    )
+    with pytest.raises(IsolationError, match=r"^Landlock ABI 6 or newer is needed \(none\)$"):
+        choose("landlock")
+    with pytest.raises(IsolationError, match=r"^bubblewrap cannot isolate cases here: bwrap"):
+        choose("bubblewrap")
+
+
+def test_no_isolation_warns_at_start(tmp_path: Path, run_cli: object) -> None:
+    write_task(tmp_path, '[checks.build]\nrun = "echo built"\n')
+    done = run_cli("check", "--task", str(tmp_path), "--no-isolation", "--quiet")  # type: ignore[operator]
+    assert (done.returncode, done.stderr) == (
+        0,
+        "ssebench: warning: isolation is off (--no-isolation): the agent's build, tests and "
+        "PoCs can read every file this user can, the task's withheld files included, and "
+        "write the task's files\n",
+    )
