@@ -16,7 +16,7 @@ import ssebench.core
 from ssebench.core import check, hookspecs
 from ssebench.core.registry import ENTRY_POINT_GROUP
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 
 
