@@ -108,6 +108,34 @@ async def _stop_group(proc: subprocess.Popen[bytes], grace: float) -> None:
         await asyncio.wait_for(_wait(proc), grace)
 
 
+def _start(
+    command: str, cwd: Path, env: Mapping[str, str], log_path: Path
+) -> subprocess.Popen[bytes]:
+    """The shell in a process group of its own, its output into `log_path`, known to the guard."""
+    try:
+        with log_path.open("wb") as log:
+            proc = subprocess.Popen(
+                ["bash", "-c", command],
+                cwd=str(cwd),  # an error then names it as a path, not PosixPath(...)
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+    except OSError as exc:
+        raise RunnerError(f"cannot start {command!r} in {cwd}: {exc}") from exc
+    GUARD.add(proc.pid)
+    return proc
+
+
+def _end_case(proc: subprocess.Popen[bytes], case_id: str) -> None:
+    """Kill whatever is left of the case, in its group or escaped from it; the guard lets go."""
+    _killpg(proc.pid, signal.SIGKILL)
+    _kill_escaped(case_id)
+    GUARD.remove(proc.pid)
+
+
 async def run_command(
     command: str,
     *,
@@ -121,20 +149,7 @@ async def run_command(
     at its end whatever it left running, in its group or escaped from it."""
     started = time.monotonic()
     case_id = uuid.uuid4().hex
-    try:
-        with log_path.open("wb") as log:
-            proc = subprocess.Popen(
-                ["bash", "-c", command],
-                cwd=str(cwd),  # an error then names it as a path, not PosixPath(...)
-                env={**env, CASE_VARIABLE: case_id},
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-    except OSError as exc:
-        raise RunnerError(f"cannot start {command!r} in {cwd}: {exc}") from exc
-    GUARD.add(proc.pid)
+    proc = _start(command, cwd, {**env, CASE_VARIABLE: case_id}, log_path)
     timed_out = False
     try:
         try:
@@ -149,14 +164,10 @@ async def run_command(
         # would drop, sparing a group that ignores SIGTERM; cancelled again, we kill at once.
         with contextlib.suppress(BaseException):
             await asyncio.shield(_stop_group(proc, grace))
-        _killpg(proc.pid, signal.SIGKILL)
-        _kill_escaped(case_id)
-        GUARD.remove(proc.pid)
+        _end_case(proc, case_id)
         raise
     # Leftovers (background children) belong to a finished case: they go.
-    _killpg(proc.pid, signal.SIGKILL)
-    _kill_escaped(case_id)
-    GUARD.remove(proc.pid)
+    _end_case(proc, case_id)
     seconds = time.monotonic() - started
     code = proc.returncode
     assert code is not None
