@@ -1,8 +1,9 @@
-"""Meta-tests (after datasette's): every hook documented, every built-in declared, nothing done at
-import time."""
+"""Meta-tests (after datasette's): every hook documented, every built-in and subpackage declared,
+nothing done at import time, no transport in the domain, files and functions of a readable size."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.metadata
 import inspect
@@ -18,6 +19,10 @@ from ssebench.core.registry import ENTRY_POINT_GROUP
 
 ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+PACKAGE_DIRS: dict[str, str] = PYPROJECT["tool"]["setuptools"]["package-dir"]
+TRANSPORT = ("httpx", "starlette", "uvicorn", "fastmcp", "mcp")
+MAX_FILE_LINES = 300
+MAX_FUNCTION_LINES = 50
 
 
 def builtin_modules() -> set[str]:
@@ -127,3 +132,77 @@ def test_imports_load_no_server_and_no_plugin() -> None:
     )
     assert (done.returncode, done.stderr) == (0, "")
     assert json.loads(done.stdout) == {"plugins": [], "core": [], "kit": []}
+
+
+def test_every_subpackage_is_a_listed_package() -> None:
+    """An editable install finds a subpackage missing from `packages`; a wheel leaves it out
+    (test_packaging's wheel install proves it for real)."""
+    on_disk = {
+        ".".join([package, *init.parent.relative_to(ROOT / folder).parts])
+        for package, folder in PACKAGE_DIRS.items()
+        for init in (ROOT / folder).rglob("__init__.py")
+    }
+    assert len(on_disk) >= 11
+    assert on_disk == set(PYPROJECT["tool"]["setuptools"]["packages"])
+
+
+def domain_modules() -> list[str]:
+    """The domain: the modules directly in core/, as they install."""
+    return sorted(f"ssebench.core.{path.stem}" for path in (ROOT / "core").glob("*.py"))
+
+
+def test_the_domain_loads_no_transport() -> None:
+    """Every domain module imported in a fresh interpreter: none of them loads a transport."""
+    modules = domain_modules()
+    known = {"ssebench.core.check", "ssebench.core.orchestrator", "ssebench.core.report"}
+    assert known <= set(modules)
+    probe = (
+        "import importlib, json, sys\n"
+        "for name in sys.argv[1:]:\n"
+        "    importlib.import_module(name)\n"
+        f"loaded = {{m.split('.')[0] for m in sys.modules}} & set({TRANSPORT!r})\n"
+        "print(json.dumps({'imported': sorted(set(sys.argv[1:]) & set(sys.modules)),"
+        " 'transport': sorted(loaded)}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *modules], capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert json.loads(done.stdout) == {"imported": modules, "transport": []}
+
+
+def oversized(source: str, name: str) -> list[str]:
+    """Where `source` breaks the size rule: over 300 lines, or a function over 50."""
+    found = []
+    lines = len(source.splitlines())
+    if lines > MAX_FILE_LINES:
+        found.append(f"{name}: {lines} lines")
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            length = (node.end_lineno or node.lineno) - node.lineno + 1
+            if length > MAX_FUNCTION_LINES:
+                found.append(f"{name}:{node.lineno}: {node.name}() is {length} lines")
+    return found
+
+
+def test_no_file_over_300_lines_and_no_function_over_50() -> None:
+    sources = sorted(
+        path for folder in PACKAGE_DIRS.values() for path in (ROOT / folder).rglob("*.py")
+    )
+    assert len(sources) > 30
+    found = [
+        problem
+        for path in sources
+        for problem in oversized(path.read_text(), str(path.relative_to(ROOT)))
+    ]
+    assert found == []
+
+
+def test_the_size_rule_finds_a_long_file_and_long_functions() -> None:
+    body = "    x = 1\n"
+    assert oversized("x = 1\n" * 300, "f.py") == []
+    assert oversized("x = 1\n" * 301, "f.py") == ["f.py: 301 lines"]
+    assert oversized("def f():\n" + body * 49, "f.py") == []
+    assert oversized("def f():\n" + body * 50, "f.py") == ["f.py:1: f() is 51 lines"]
+    method = "class C:\n    async def run(self):\n" + "        x = 1\n" * 50
+    assert oversized(method, "c.py") == ["c.py:2: run() is 51 lines"]
