@@ -206,3 +206,18 @@ def test_the_size_rule_finds_a_long_file_and_long_functions() -> None:
     assert oversized("def f():\n" + body * 50, "f.py") == ["f.py:1: f() is 51 lines"]
     method = "class C:\n    async def run(self):\n" + "        x = 1\n" * 50
     assert oversized(method, "c.py") == ["c.py:2: run() is 51 lines"]
+
+
+def test_the_helpers_beside_the_kit_need_no_pytest() -> None:
+    """The benchmarks import them without pytest; the kit then only lacks its fixture."""
+    probe = (
+        "import sys\n"
+        "sys.modules['pytest'] = None  # as if it were not installed\n"
+        "import ssebench.testing.servers, ssebench.testing.procs, ssebench.testing.calls\n"
+        "import ssebench.testing as kit\n"
+        "print(sorted(name for name in kit.__all__ if not hasattr(kit, name)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+    assert (done.returncode, done.stderr, done.stdout) == (0, "", "['ssebench_task']\n")
