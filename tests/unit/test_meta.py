@@ -111,6 +111,15 @@ def test_a_plugin_needs_only_ssebench_core() -> None:
         assert internal == [], module
 
 
+def fresh_python(probe: str, *args: str) -> str:
+    """What `probe` prints in a new interpreter, which must end well and print no error."""
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *args], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    return done.stdout
+
+
 def test_imports_load_no_server_and_no_plugin() -> None:
     """Importing core or a plugin loads no plugin and no server; neither does the testing kit,
     a pytest plugin of every session where ssebench is installed."""
@@ -127,11 +136,7 @@ def test_imports_load_no_server_and_no_plugin() -> None:
         "import ssebench.testing\n"
         "print(json.dumps({'plugins': plugins, 'core': core, 'kit': loaded()}))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=60
-    )
-    assert (done.returncode, done.stderr) == (0, "")
-    assert json.loads(done.stdout) == {"plugins": [], "core": [], "kit": []}
+    assert json.loads(fresh_python(probe)) == {"plugins": [], "core": [], "kit": []}
 
 
 def test_every_subpackage_is_a_listed_package() -> None:
@@ -164,11 +169,7 @@ def test_the_domain_loads_no_transport() -> None:
         "print(json.dumps({'imported': sorted(set(sys.argv[1:]) & set(sys.modules)),"
         " 'transport': sorted(loaded)}))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", probe, *modules], capture_output=True, text=True, timeout=60
-    )
-    assert (done.returncode, done.stderr) == (0, "")
-    assert json.loads(done.stdout) == {"imported": modules, "transport": []}
+    assert json.loads(fresh_python(probe, *modules)) == {"imported": modules, "transport": []}
 
 
 def oversized(source: str, name: str) -> list[str]:
@@ -217,7 +218,4 @@ def test_the_helpers_beside_the_kit_need_no_pytest() -> None:
         "import ssebench.testing as kit\n"
         "print(sorted(name for name in kit.__all__ if not hasattr(kit, name)))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=60
-    )
-    assert (done.returncode, done.stderr, done.stdout) == (0, "", "['ssebench_task']\n")
+    assert fresh_python(probe) == "['ssebench_task']\n"
