@@ -1,9 +1,9 @@
-"""Real ssebench processes for tests and benchmarks: the command, ports, tasks, servers, MCP calls.
+"""Real ssebench processes for tests and benchmarks: the command, ports, tasks, servers.
 
-Never imported by the kit (`ssebench.testing`): the kit is a pytest plugin of every session and
-loads no transport, while this module loads httpx, uvicorn and fastmcp. Nothing here imports
-pytest, so the benchmarks run without it; a wait that runs out raises RuntimeError (a process
-that never answered) and pytest reports it as any other failure.
+Like `procs` (what /proc shows) and `calls` (test_patch over MCP) beside it, never imported by
+the kit: `ssebench.testing` is a pytest plugin of every session and loads no transport, while
+this module loads httpx and uvicorn. Nothing here imports pytest, so the benchmarks run without
+it; a wait that runs out raises RuntimeError, which pytest reports as any other failure.
 """
 
 from __future__ import annotations
