@@ -1,8 +1,9 @@
-"""What every benchmark shares: real servers on free ports, MCP calls, process figures, tables.
+"""What every benchmark shares besides the test helpers: the command line, figures, tables.
 
-The benchmarks start `ssebench serve` exactly as a user would (a subprocess of this Python),
-talk to it with the fastmcp client over Streamable HTTP, and read memory and descriptors from
-/proc. Figures are medians over alternating pairs, so a noisy machine slows both sides alike.
+The benchmarks start `ssebench serve` exactly as a user would (a subprocess of this Python) with
+the helpers the tests use (`ssebench.testing.servers`, `.procs`, `.calls`), talk to it with the
+fastmcp client over Streamable HTTP, and read memory and descriptors from /proc. Figures are
+medians over alternating pairs, so a noisy machine slows both sides alike.
 """
 
 from __future__ import annotations
@@ -10,35 +11,19 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
-from ssebench.core.cli.run import INITIALIZE  # the request `ssebench run` waits with
-
-CLI = [sys.executable, "-c", "from ssebench.core.cli import main; main()"]
-ACCEPT = {"Accept": "application/json, text/event-stream"}
+CALL_TIMEOUT = 3600.0  # seconds a benchmark's test_patch call may take (a 1 GiB log does)
 
 
 def parser(doc: str | None) -> argparse.ArgumentParser:
     cli = argparse.ArgumentParser(description=(doc or "").splitlines()[0])
     cli.add_argument("--smoke", action="store_true", help="tiny sizes; proves it runs, no targets")
     return cli
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def machine() -> str:
@@ -54,113 +39,10 @@ def machine() -> str:
     )
 
 
-def clean_env(tmp: Path, **extra: str) -> dict[str, str]:
-    """The server's environment: our own log folder, no inherited ssebench settings."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SSE_") and k != "MCP_LOG_DIR"}
-    env["MCP_LOG_DIR"] = str(tmp / "mcp-logs")
-    env.update(extra)
-    return env
-
-
-def make_task(root: Path, toml: str) -> Path:
-    (root / "src").mkdir(parents=True, exist_ok=True)
-    (root / "task.toml").write_text(f'source = "src"\n{toml}', encoding="utf-8")
-    return root
-
-
-def answers_initialize(client: httpx.Client, url: str) -> bool:
-    try:
-        response = client.post(url, json=INITIALIZE, headers=ACCEPT)
-    except httpx.HTTPError:
-        return False
-    return response.status_code == 200 and '"protocolVersion"' in response.text
-
-
-def wait_initialize(proc: subprocess.Popen[bytes], url: str, limit: float = 60.0) -> float:
-    """Seconds until `url` answers an MCP initialize, polling every 5 ms."""
-    started = time.monotonic()
-    with httpx.Client(timeout=5.0, trust_env=False) as client:
-        while not answers_initialize(client, url):
-            if proc.poll() is not None:
-                raise RuntimeError(f"the server exited with status {proc.returncode}")
-            if time.monotonic() - started > limit:
-                raise RuntimeError(f"{url} did not answer initialize within {limit} s")
-            time.sleep(0.005)
-    return time.monotonic() - started
-
-
-@dataclass
-class Server:
-    proc: subprocess.Popen[bytes]
-    port: int
-    stderr_path: Path
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/mcp"
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-
-@contextlib.contextmanager
-def serving(
-    task: Path, level: int, tmp: Path, env: dict[str, str] | None = None
-) -> Iterator[Server]:
-    """`ssebench serve --task TASK` (embedded daemon) on free ports, answering before we go on."""
-    port = free_port()
-    args = ["serve", "--task", str(task), "--difficulty", str(level)]
-    args += ["--port", str(port), "--daemon-port", str(free_port())]
-    stderr_path = tmp / f"serve-{port}.log"
-    with stderr_path.open("wb") as err:
-        proc = subprocess.Popen(
-            [*CLI, *args],
-            stdin=subprocess.DEVNULL,
-            stdout=err,
-            stderr=subprocess.STDOUT,
-            env=env if env is not None else clean_env(tmp),
-        )
-    server = Server(proc, port, stderr_path)
-    try:
-        wait_initialize(proc, server.url)
-        yield server
-    finally:
-        server.stop()
-
-
 @contextlib.contextmanager
 def scratch(prefix: str) -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         yield Path(tmp)
-
-
-async def call_text(client: object, timeout: float = 3600) -> str:
-    result = await client.call_tool_mcp("test_patch", {}, timeout=timeout)  # type: ignore[attr-defined]
-    return str(result.content[0].text)
-
-
-def proc_status(pid: int) -> dict[str, int]:
-    """VmRSS and VmHWM (kB) of a live process."""
-    figures = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        name, _, value = line.partition(":")
-        if name in ("VmRSS", "VmHWM"):
-            figures[name] = int(value.split()[0])
-    return figures
-
-
-def open_fds(pid: int) -> int:
-    return len(os.listdir(f"/proc/{pid}/fd"))
 
 
 def median(values: Sequence[float]) -> float:

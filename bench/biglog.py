@@ -20,21 +20,11 @@ import time
 from pathlib import Path
 
 import fastmcp
-from _common import (
-    alternate,
-    call_text,
-    clean_env,
-    machine,
-    make_task,
-    median,
-    parser,
-    proc_status,
-    run,
-    scratch,
-    serving,
-    table,
-    verdict,
-)
+from _common import CALL_TIMEOUT, alternate, machine, median, parser, run, scratch, table, verdict
+
+from ssebench.testing.calls import tool_text
+from ssebench.testing.procs import proc_status
+from ssebench.testing.servers import clean_env, serving, write_task
 
 MEMORY_TARGET_MB = 150
 TIME_TARGET = 3.0
@@ -63,14 +53,14 @@ def main(args: object) -> dict[str, object]:
     pairs = 2 if smoke else args.pairs  # type: ignore[attr-defined]
     size = (4 if smoke else args.mib) * 1024 * 1024  # type: ignore[attr-defined]
     with scratch("ssebench-bench-biglog-") as tmp:
-        task = make_task(tmp / "task", TASK)
+        task = write_task(tmp / "task", TASK)
         printed = task / "build-output.bin"
         make_output(printed, size)
         env = clean_env(tmp)
         log_dir = Path(env["MCP_LOG_DIR"])
         copy = tmp / "copy.bin"
         saved_ok: list[bool] = []
-        with serving(task, 2, tmp, env) as server:
+        with serving(tmp, task, 2, env=env) as server:
 
             async def session() -> tuple[list[float], list[float]]:
                 async with fastmcp.Client(server.url) as client:
@@ -79,7 +69,7 @@ def main(args: object) -> dict[str, object]:
                     def call() -> float:
                         async def timed() -> float:
                             started = time.perf_counter()
-                            text = await call_text(client)
+                            text = await tool_text(client, CALL_TIMEOUT)
                             seconds = time.perf_counter() - started
                             found = SAVED.search(text)
                             assert found, text[-500:]

@@ -20,20 +20,20 @@ from pathlib import Path
 
 import fastmcp
 from _common import (
+    CALL_TIMEOUT,
     alternate,
-    call_text,
-    clean_env,
     machine,
-    make_task,
     median,
     parser,
     percentile,
     run,
     scratch,
-    serving,
     table,
     verdict,
 )
+
+from ssebench.testing.calls import tool_text
+from ssebench.testing.servers import clean_env, serving, write_task
 
 RATIO_TARGET = 1.05
 ADDED_TARGET = 0.100
@@ -50,13 +50,13 @@ def commands(seconds: float) -> dict[str, str]:
     }
 
 
-def write_task(root: Path, cmds: dict[str, str]) -> Path:
+def command_task(root: Path, cmds: dict[str, str]) -> Path:
     lines = []
     for key, command in cmds.items():
         literal = "'''" + command + "'''"
         lines.append(f"[checks.{key}]")
         lines.append(f"cases = [{literal}]" if key == "pocs" else f"run = {literal}")
-    return make_task(root, "\n".join(lines) + "\n")
+    return write_task(root, "\n".join(lines) + "\n")
 
 
 def write_script(task: Path, cmds: dict[str, str]) -> Path:
@@ -69,20 +69,22 @@ def write_script(task: Path, cmds: dict[str, str]) -> Path:
 
 def measure(tmp: Path, seconds: float, pairs: int) -> dict[str, float]:
     cmds = commands(seconds)
-    task = write_task(tmp / f"task-{seconds}", cmds)
+    task = command_task(tmp / f"task-{seconds}", cmds)
     script = write_script(task, cmds)
     env = clean_env(tmp, SSE_TASK_DIR=str(task), SSE_SOURCE_DIR=str(task / "src"))
-    with serving(task, 0, tmp, clean_env(tmp)) as server:
+    with serving(tmp, task, 0, env=clean_env(tmp)) as server:
 
         async def session() -> tuple[list[float], list[float], str]:
             async with fastmcp.Client(server.url) as client:
-                texts = {await call_text(client)}  # warm: the first call's one-time work
+                texts = {
+                    await tool_text(client, CALL_TIMEOUT)
+                }  # warm: the first call's one-time work
                 loop = asyncio.get_running_loop()
 
                 def call() -> float:
                     async def timed() -> float:
                         started = time.perf_counter()
-                        texts.add(await call_text(client))
+                        texts.add(await tool_text(client, CALL_TIMEOUT))
                         return time.perf_counter() - started
 
                     return asyncio.run_coroutine_threadsafe(timed(), loop).result()

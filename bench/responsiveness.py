@@ -16,19 +16,19 @@ import time
 
 import fastmcp
 from _common import (
-    call_text,
-    clean_env,
+    CALL_TIMEOUT,
     machine,
-    make_task,
     median,
     parser,
     percentile,
     run,
     scratch,
-    serving,
     table,
     verdict,
 )
+
+from ssebench.testing.calls import tool_text
+from ssebench.testing.servers import clean_env, serving, write_task
 
 P99_TARGET = 0.050
 TASK = """
@@ -77,7 +77,7 @@ async def _measure(
             started = time.perf_counter()
             text = None
             if seconds is None:
-                text = await call_text(caller)
+                text = await tool_text(caller, CALL_TIMEOUT)
             else:
                 await asyncio.sleep(seconds)
             elapsed = time.perf_counter() - started
@@ -96,8 +96,8 @@ def main(args: object) -> dict[str, object]:
     size = (2 if smoke else args.mib) * 1024 * 1024  # type: ignore[attr-defined]
     interval = args.interval  # type: ignore[attr-defined]
     with scratch("ssebench-bench-responsiveness-") as tmp:
-        task = make_task(tmp / "task", TASK.format(sleep=sleep, size=size))
-        with serving(task, 2, tmp, clean_env(tmp)) as server:
+        task = write_task(tmp / "task", TASK.format(sleep=sleep, size=size))
+        with serving(tmp, task, 2, env=clean_env(tmp)) as server:
             busy = asyncio.run(_measure(server.url, count, interval, None))
             idle = asyncio.run(_measure(server.url, count, interval, busy["seconds"]))  # type: ignore[arg-type]
     assert "test_patch result: FAILED." in str(busy["text"]), busy["text"]

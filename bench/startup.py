@@ -11,21 +11,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from _common import (
-    CLI,
-    alternate,
-    clean_env,
-    free_port,
-    machine,
-    make_task,
-    median,
-    parser,
-    run,
-    scratch,
-    table,
-    verdict,
-    wait_initialize,
-)
+from _common import alternate, machine, median, parser, run, scratch, table, verdict
+
+from ssebench.testing.servers import SSEBENCH, clean_env, free_port, wait_initialize, write_task
 
 TARGET = 1.2
 TASK = """
@@ -74,12 +62,12 @@ def main(args: object) -> dict[str, object]:
     smoke = bool(args.smoke)  # type: ignore[attr-defined]
     pairs = 2 if smoke else args.pairs  # type: ignore[attr-defined]
     with scratch("ssebench-bench-startup-") as tmp:
-        task = make_task(tmp / "task", TASK)
+        task = write_task(tmp / "task", TASK)
         env = clean_env(tmp)
 
         def ssebench() -> float:
             port = free_port()
-            argv = [*CLI, "serve", "--task", str(task), "--port", str(port)]
+            argv = [*SSEBENCH, "serve", "--task", str(task), "--port", str(port)]
             return _time_start([*argv, "--daemon-port", str(free_port())], port, env)
 
         def minimal() -> float:

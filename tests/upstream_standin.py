@@ -2,24 +2,18 @@
 
 It really runs the task's shell commands and answers as the description says (level gate,
 code -1 before any build, one action at a time, 500 for what the task lacks), so tests can
-hold our reports through the upstream client against those of our own daemon. `serving`
-runs any ASGI app with uvicorn in a thread, over TCP or a Unix socket, as a real daemon would.
+hold our reports through the upstream client against those of our own daemon; serve it with
+`ssebench.testing.servers.serving_app`, over TCP or a Unix socket, as a real daemon would be.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import shlex
-import socket
-import threading
-import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -158,40 +152,3 @@ def create_standin(task: StandinTask, level: int) -> Starlette:
     )
     app.state.standin = standin
     return app
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextlib.contextmanager
-def serving(app: Any, *, port: int | None = None, uds: str | None = None) -> Iterator[str]:
-    """Serve `app` with uvicorn in a thread until the block ends; yields where it listens."""
-    if uds is not None:
-        config = uvicorn.Config(app, uds=uds, log_level="warning", timeout_graceful_shutdown=1)
-        sockets = None
-        where = f"unix:{uds}"
-    else:
-        sock = socket.socket()
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.bind(("127.0.0.1", port or 0))
-        sockets = [sock]
-        config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1)
-        where = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": sockets}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.01)
-    try:
-        yield where
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        if sockets:
-            sockets[0].close()

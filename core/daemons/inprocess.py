@@ -57,26 +57,31 @@ async def local_daemon(
             yield attach(app, client)
 
 
+def _scope(request: httpx.Request) -> dict[str, Any]:
+    """The ASGI scope of `request`, as a server would make it for a loopback client."""
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": request.method,
+        "scheme": request.url.scheme,
+        "path": request.url.path,
+        "raw_path": request.url.raw_path.split(b"?")[0],
+        "query_string": request.url.query,
+        "root_path": "",
+        "headers": [(k.lower(), v) for k, v in request.headers.raw],
+        "server": (request.url.host, request.url.port or 80),
+        "client": ("127.0.0.1", 0),
+    }
+
+
 class StreamingASGITransport(httpx.AsyncBaseTransport):
     def __init__(self, app: Any) -> None:
         self.app = app
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         body = b"".join([part async for part in request.stream])  # type: ignore[union-attr]
-        scope = {
-            "type": "http",
-            "asgi": {"version": "3.0"},
-            "http_version": "1.1",
-            "method": request.method,
-            "scheme": request.url.scheme,
-            "path": request.url.path,
-            "raw_path": request.url.raw_path.split(b"?")[0],
-            "query_string": request.url.query,
-            "root_path": "",
-            "headers": [(k.lower(), v) for k, v in request.headers.raw],
-            "server": (request.url.host, request.url.port or 80),
-            "client": ("127.0.0.1", 0),
-        }
+        scope = _scope(request)
         chunks: asyncio.Queue[bytes | None] = asyncio.Queue(_QUEUE_CHUNKS)
         started: asyncio.Future[tuple[int, list[tuple[bytes, bytes]]]] = (
             asyncio.get_running_loop().create_future()

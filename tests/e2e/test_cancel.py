@@ -24,7 +24,11 @@ import httpx
 import mcp
 import pytest
 
-from .conftest import check_text, read_pgid, wait_group_gone
+from ssebench.testing.calls import call
+from ssebench.testing.procs import wait_group_gone
+from ssebench.testing.servers import check_text
+
+from .tasks import read_pgid
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -53,12 +57,7 @@ def _given_up(server: Any, give_up: Callable[[Any], Awaitable[float]]) -> float:
         (task / "hang").unlink()
     print(f"\n{give_up.__name__}: process group gone {latency:.3f} s after the call was given up")
 
-    async def next_call() -> str:
-        async with fastmcp.Client(server.url) as client:
-            result = await client.call_tool_mcp("test_patch", {}, timeout=30)
-            return result.content[0].text
-
-    assert asyncio.run(next_call()) == expected
+    assert call(server.url, timeout=30) == expected
     return latency
 
 

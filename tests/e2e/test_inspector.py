@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import check_text
+from ssebench.testing.servers import check_text
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -11,7 +11,7 @@ import httpx
 import mcp
 import pytest
 
-from .conftest import check_text
+from ssebench.testing.servers import check_text
 
 pytestmark = pytest.mark.timeout(120)
 

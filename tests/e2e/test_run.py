@@ -11,7 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import CLI, check_text, clean_env, free_port, make_task
+from ssebench.testing.servers import (
+    SSEBENCH,
+    check_text,
+    clean_env,
+    free_port,
+    port_is_free,
+    run_ssebench,
+)
+
+from .tasks import make_task
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -42,25 +51,13 @@ def _ports() -> list[str]:
 
 def _free(port: str) -> bool:
     """Nobody listens there (connections left in TIME_WAIT do not count)."""
-    with socket.socket() as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", int(port)))
-        except OSError:
-            return False
-    return True
+    return port_is_free(int(port), reuse_address=True)
 
 
 def _run(
     tmp: Path, args: list[str], command: list[str], **env: str
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*CLI, "run", *args, "--", *command],
-        capture_output=True,
-        text=True,
-        env=clean_env(tmp, **env),
-        timeout=90,
-    )
+    return run_ssebench("run", *args, "--", *command, env=clean_env(tmp, **env), timeout=90)
 
 
 def test_cmd_reaches_test_patch_and_its_status_comes_back(tmp_path: Path) -> None:
@@ -146,7 +143,7 @@ def test_signals_are_forwarded_to_cmd(tmp_path: Path, sig: signal.Signals) -> No
     task = make_task(tmp_path / "task", "bare")
     ports = _ports()
     proc = subprocess.Popen(
-        [*CLI, "run", "--task", str(task), *ports, "--", sys.executable, "-c", SIGNAL_WAITER],
+        [*SSEBENCH, "run", "--task", str(task), *ports, "--", sys.executable, "-c", SIGNAL_WAITER],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,

@@ -9,7 +9,7 @@ from typing import Any
 import fastmcp
 import pytest
 
-from .conftest import check_text
+from ssebench.testing.servers import check_text
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -10,16 +10,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import fastmcp
 import pytest
-from upstream_standin import Standin, StandinTask, create_standin, serving
+from upstream_standin import Standin, StandinTask, create_standin
 
-from .conftest import CLI, check_text, clean_env, start_server
+from ssebench.testing.servers import check_text, clean_env, run_ssebench, serving_app, start_server
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -57,7 +56,7 @@ def upstream(tmp_path: Path) -> Iterator[Any]:
         def start(standin: StandinTask, level: int, *, uds: bool = True) -> tuple[str, Standin]:
             app = create_standin(standin, level)
             where = tmp_path / f"daemon-{level}.sock" if uds else None
-            listening = stack.enter_context(serving(app, uds=str(where) if where else None))
+            listening = stack.enter_context(serving_app(app, uds=str(where) if where else None))
             return listening, app.state.standin
 
         yield start
@@ -103,13 +102,8 @@ def test_container_command_gives_the_same_text_as_our_daemon(
 def test_grade_through_the_upstream_daemon(tmp_path: Path, upstream: Any) -> None:
     _, standin = write_pair(tmp_path / "task", [FIXED, FIXED], FUNCTIONAL)
     url, state = upstream(standin, 4, uds=False)  # level 4: grading passes the gate regardless
-    done = subprocess.run(
-        [*CLI, "grade", "--daemon-api", "ssebench", "--daemon-url", url, "--quiet"],
-        capture_output=True,
-        text=True,
-        env=clean_env(tmp_path),
-        timeout=60,
-    )
+    args = ("grade", "--daemon-api", "ssebench", "--daemon-url", url, "--quiet")
+    done = run_ssebench(*args, env=clean_env(tmp_path), timeout=60)
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)
     assert answer["resolved"] is True

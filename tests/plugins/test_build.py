@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
+from typing import Any
 
 import ssebench.plugins.build
 from ssebench.core import CaseRun, Status, default_detail, exit_status_judge
-from ssebench.core.registry import build_registry
 from ssebench.plugins.build import BUILD
 
+MODULE = ssebench.plugins.build
+CHECK = BUILD
 
-def test_fields() -> None:
-    assert {f.name: getattr(BUILD, f.name) for f in dataclasses.fields(BUILD)} == {
+
+def test_fields(plugin: Any) -> None:
+    assert plugin.fields() == {
         "name": "build",
         "key": "build",
         "order": 10,
@@ -31,14 +33,13 @@ def test_fields() -> None:
     }
 
 
-def test_the_module_provides_exactly_this_check() -> None:
-    assert ssebench.plugins.build.ssebench_checks() == [BUILD]
-    registry = build_registry(plugins=[ssebench.plugins.build], use_entry_points=False)
-    assert registry.checks == (BUILD,)
+def test_the_module_provides_exactly_this_check(plugin: Any) -> None:
+    assert plugin.provided() == [BUILD]
+    assert plugin.registered() == (BUILD,)
 
 
-def test_runs_at_levels_0_to_3() -> None:
-    assert [level for level in range(5) if BUILD.runs_at(level)] == [0, 1, 2, 3]
+def test_runs_at_levels_0_to_3(plugin: Any) -> None:
+    assert plugin.levels() == [0, 1, 2, 3]
     assert BUILD.runs_at(None)
 
 
@@ -55,24 +56,18 @@ def test_judge_alone(tmp_path: Path) -> None:
     ]
 
 
-def test_exit_0_passes(ssebench_task) -> None:
-    outcome = ssebench_task({"build": "echo compiling; exit 0"}).run_check("build")
+def test_exit_0_passes(plugin: Any) -> None:
+    outcome = plugin.run("echo compiling; exit 0")
     assert (outcome.status, outcome.passed_cases, outcome.total_cases) == (Status.PASSED, 1, 1)
     assert BUILD.detail(outcome) is None
 
 
-def test_any_other_ending_fails(ssebench_task) -> None:
-    task = ssebench_task(
-        {
-            "build": {
-                "cases": ["exit 1", "exit 2", "kill -SEGV $$", "sleep 5"],
-                "timeout": 0.3,
-            }
-        }
+def test_any_other_ending_fails(plugin: Any) -> None:
+    outcome = plugin.run(
+        {"cases": ["exit 1", "exit 2", "kill -SEGV $$", "sleep 5"], "timeout": 0.3}
     )
-    outcome = task.run_check("build")
     assert outcome.status is Status.FAILED
-    assert [(c.passed, c.exit_code, c.signal, c.timed_out) for c in outcome.cases] == [
+    assert plugin.endings(outcome) == [
         (False, 1, None, False),
         (False, 2, None, False),
         (False, None, 11, False),
@@ -81,11 +76,10 @@ def test_any_other_ending_fails(ssebench_task) -> None:
     assert BUILD.detail(outcome) is None
 
 
-def test_exit_0_after_the_time_limit_fails(ssebench_task) -> None:
+def test_exit_0_after_the_time_limit_fails(plugin: Any) -> None:
     # The shell turns our SIGTERM into exit 0: the run still ran out of time.
-    task = ssebench_task({"build": {"run": "trap 'exit 0' TERM; sleep 5 & wait", "timeout": 0.3}})
-    outcome = task.run_check("build")
-    assert [(c.passed, c.exit_code, c.timed_out) for c in outcome.cases] == [(False, 0, True)]
+    outcome = plugin.run({"run": "trap 'exit 0' TERM; sleep 5 & wait", "timeout": 0.3})
+    assert plugin.endings(outcome) == [(False, 0, None, True)]
 
 
 def test_the_log_is_what_the_command_printed(ssebench_task) -> None:

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-import dataclasses
+from typing import Any
 
 import ssebench.plugins.functional
 import ssebench.plugins.intent
 from ssebench.core import Status, default_detail, exit_status_judge
-from ssebench.core.registry import build_registry
 from ssebench.plugins.functional import FUNCTIONAL
 
+MODULE = ssebench.plugins.functional
+CHECK = FUNCTIONAL
 
-def test_fields() -> None:
-    assert {f.name: getattr(FUNCTIONAL, f.name) for f in dataclasses.fields(FUNCTIONAL)} == {
+
+def test_fields(plugin: Any) -> None:
+    assert plugin.fields() == {
         "name": "functional tests",
         "key": "functional",
         "order": 40,
@@ -32,30 +34,27 @@ def test_fields() -> None:
     }
 
 
-def test_the_module_provides_exactly_this_check() -> None:
-    assert ssebench.plugins.functional.ssebench_checks() == [FUNCTIONAL]
+def test_the_module_provides_exactly_this_check(plugin: Any) -> None:
+    assert plugin.provided() == [FUNCTIONAL]
 
 
-def test_it_needs_the_intent_tests_to_register() -> None:
+def test_it_needs_the_intent_tests_to_register(plugin: Any) -> None:
     # covered_by names the intent tests' key: alone, the registry refuses it.
-    registry = build_registry(
-        plugins=[ssebench.plugins.intent, ssebench.plugins.functional], use_entry_points=False
-    )
-    assert [check.key for check in registry.checks] == ["intent", "functional"]
+    registered = plugin.registered(ssebench.plugins.intent)
+    assert [check.key for check in registered] == ["intent", "functional"]
 
 
-def test_runs_at_levels_0_to_2() -> None:
-    assert [level for level in range(5) if FUNCTIONAL.runs_at(level)] == [0, 1, 2]
+def test_runs_at_levels_0_to_2(plugin: Any) -> None:
+    assert plugin.levels() == [0, 1, 2]
 
 
-def test_judged_by_exit_status(ssebench_task) -> None:
-    task = ssebench_task({"functional": {"cases": ["true", "exit 1", "sleep 5"], "timeout": 0.3}})
-    outcome = task.run_check("functional")
+def test_judged_by_exit_status(plugin: Any) -> None:
+    outcome = plugin.run({"cases": ["true", "exit 1", "sleep 5"], "timeout": 0.3})
     assert outcome.status is Status.FAILED
-    assert [(c.passed, c.exit_code, c.timed_out) for c in outcome.cases] == [
-        (True, 0, False),
-        (False, 1, False),
-        (False, None, True),
+    assert plugin.endings(outcome) == [
+        (True, 0, None, False),
+        (False, 1, None, False),
+        (False, None, 15, True),
     ]
     assert FUNCTIONAL.detail(outcome) is None
 

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-import dataclasses
+from typing import Any
 
 import pytest
 
 import ssebench.plugins.intent
 from ssebench.core import Status, default_detail, exit_status_judge
-from ssebench.core.registry import build_registry
 from ssebench.plugins.intent import INTENT
 
+MODULE = ssebench.plugins.intent
+CHECK = INTENT
 
-def test_fields() -> None:
-    assert {f.name: getattr(INTENT, f.name) for f in dataclasses.fields(INTENT)} == {
+
+def test_fields(plugin: Any) -> None:
+    assert plugin.fields() == {
         "name": "intent tests",
         "key": "intent",
         "order": 30,
@@ -34,33 +36,29 @@ def test_fields() -> None:
     }
 
 
-def test_the_module_provides_exactly_this_check() -> None:
-    assert ssebench.plugins.intent.ssebench_checks() == [INTENT]
-    registry = build_registry(plugins=[ssebench.plugins.intent], use_entry_points=False)
-    assert registry.checks == (INTENT,)
+def test_the_module_provides_exactly_this_check(plugin: Any) -> None:
+    assert plugin.provided() == [INTENT]
+    assert plugin.registered() == (INTENT,)
 
 
-def test_runs_at_level_0_only() -> None:
-    assert [level for level in range(5) if INTENT.runs_at(level)] == [0]
+def test_runs_at_level_0_only(plugin: Any) -> None:
+    assert plugin.levels() == [0]
 
 
-def test_every_case_runs_and_each_is_judged_by_exit_status(ssebench_task) -> None:
-    task = ssebench_task(
-        {"intent": {"cases": ["true", "exit 3", "sleep 5", "true"], "timeout": 0.3}}
-    )
-    outcome = task.run_check("intent")
+def test_every_case_runs_and_each_is_judged_by_exit_status(plugin: Any) -> None:
+    outcome = plugin.run({"cases": ["true", "exit 3", "sleep 5", "true"], "timeout": 0.3})
     assert outcome.status is Status.FAILED
-    assert [(c.passed, c.exit_code, c.timed_out) for c in outcome.cases] == [
-        (True, 0, False),
-        (False, 3, False),
-        (False, None, True),
-        (True, 0, False),
+    assert plugin.endings(outcome) == [
+        (True, 0, None, False),
+        (False, 3, None, False),
+        (False, None, 15, True),
+        (True, 0, None, False),
     ]
     assert INTENT.detail(outcome) is None
 
 
-def test_passing_has_no_detail(ssebench_task) -> None:
-    outcome = ssebench_task({"intent": ["true", "true"]}).run_check("intent")
+def test_passing_has_no_detail(plugin: Any) -> None:
+    outcome = plugin.run(["true", "true"])
     assert (outcome.status, outcome.passed_cases, INTENT.detail(outcome)) == (
         Status.PASSED,
         2,

@@ -3,7 +3,6 @@ through the kit, down to a C program with a real heap overflow under AddressSani
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import shutil
 from pathlib import Path
@@ -16,10 +15,12 @@ import ssebench.plugins.poc
 from ssebench.core import CaseRun, CheckOutcome, Status
 from ssebench.core.case import _SCAN_CHUNK
 from ssebench.core.errors import ConfigError
-from ssebench.core.registry import build_registry
 from ssebench.plugins.build import BUILD
 from ssebench.plugins.intent import INTENT
 from ssebench.plugins.poc import POCS, PocOptions, TriggeredIf, detail, judge
+
+MODULE = ssebench.plugins.poc
+CHECK = POCS
 
 ASAN = "==1==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x602000000018"
 SANITIZER_REPORTS = {
@@ -32,16 +33,15 @@ SANITIZER_REPORTS = {
 }
 
 
-def pocs(ssebench_task, cases: list[str], files=None, **table: Any):  # type: ignore[no-untyped-def]
+def pocs(plugin: Any, cases: list[str], files: Any = None, **table: Any) -> tuple[Any, list[Any]]:
     """Run the PoCs alone; one (passed, exit code, signal, timed out) tuple per case run."""
-    task = ssebench_task({"pocs": {"cases": cases, **table}}, files=files)
-    outcome = task.run_check("pocs")
-    return outcome, [(c.passed, c.exit_code, c.signal, c.timed_out) for c in outcome.cases]
+    outcome = plugin.run({"cases": cases, **table}, files=files)
+    return outcome, plugin.endings(outcome)
 
 
-def triggers(ssebench_task, command: str, **table: Any) -> bool:  # type: ignore[no-untyped-def]
+def triggers(plugin: Any, command: str, **table: Any) -> bool:
     """Whether one PoC command still triggers the bug, judged by the real daemon."""
-    outcome, _ = pocs(ssebench_task, [command], **table)
+    outcome, _ = pocs(plugin, [command], **table)
     assert len(outcome.cases) == 1
     return not outcome.cases[0].passed
 
@@ -49,8 +49,8 @@ def triggers(ssebench_task, command: str, **table: Any) -> bool:  # type: ignore
 # --- fields ----------------------------------------------------------------------------------
 
 
-def test_fields() -> None:
-    assert {f.name: getattr(POCS, f.name) for f in dataclasses.fields(POCS)} == {
+def test_fields(plugin: Any) -> None:
+    assert plugin.fields() == {
         "name": "PoCs",
         "key": "pocs",
         "order": 20,
@@ -70,14 +70,13 @@ def test_fields() -> None:
     }
 
 
-def test_the_module_provides_exactly_this_check() -> None:
-    assert ssebench.plugins.poc.ssebench_checks() == [POCS]
-    registry = build_registry(plugins=[ssebench.plugins.poc], use_entry_points=False)
-    assert registry.checks == (POCS,)
+def test_the_module_provides_exactly_this_check(plugin: Any) -> None:
+    assert plugin.provided() == [POCS]
+    assert plugin.registered() == (POCS,)
 
 
-def test_runs_at_levels_0_and_1() -> None:
-    assert [level for level in range(5) if POCS.runs_at(level)] == [0, 1]
+def test_runs_at_levels_0_and_1(plugin: Any) -> None:
+    assert plugin.levels() == [0, 1]
 
 
 def test_the_default_rule() -> None:
@@ -96,8 +95,8 @@ def test_the_default_rule() -> None:
 
 
 @pytest.mark.parametrize("report", SANITIZER_REPORTS.values(), ids=SANITIZER_REPORTS.keys())
-def test_a_sanitizer_report_triggers(ssebench_task, report: str) -> None:
-    assert triggers(ssebench_task, f"echo starting; echo '{report}' >&2; exit 0")
+def test_a_sanitizer_report_triggers(plugin: Any, report: str) -> None:
+    assert triggers(plugin, f"echo starting; echo '{report}' >&2; exit 0")
 
 
 @pytest.mark.parametrize(
@@ -110,28 +109,28 @@ def test_a_sanitizer_report_triggers(ssebench_task, report: str) -> None:
         "ERROR: Address Sanitizer",
     ],
 )
-def test_output_without_a_report_passes(ssebench_task, output: str) -> None:
-    assert not triggers(ssebench_task, f"echo '{output}'")
+def test_output_without_a_report_passes(plugin: Any, output: str) -> None:
+    assert not triggers(plugin, f"echo '{output}'")
 
 
 @pytest.mark.parametrize("signal", ["SEGV", "ABRT", "BUS", "FPE", "ILL"])
-def test_a_fatal_signal_triggers(ssebench_task, signal: str) -> None:
-    _, cases = pocs(ssebench_task, [f"kill -{signal} $$"])
+def test_a_fatal_signal_triggers(plugin: Any, signal: str) -> None:
+    _, cases = pocs(plugin, [f"kill -{signal} $$"])
     number = {"SEGV": 11, "ABRT": 6, "BUS": 7, "FPE": 8, "ILL": 4}[signal]
     assert cases == [(False, None, number, False)]
 
 
 @pytest.mark.parametrize("status", [139, 134, 135, 136, 132])
-def test_a_shell_status_for_a_fatal_signal_triggers(ssebench_task, status: int) -> None:
-    _, cases = pocs(ssebench_task, [f"exit {status}"])
+def test_a_shell_status_for_a_fatal_signal_triggers(plugin: Any, status: int) -> None:
+    _, cases = pocs(plugin, [f"exit {status}"])
     assert cases == [(False, status, None, False)]
 
 
-def test_a_child_killed_by_a_fatal_signal_triggers(ssebench_task) -> None:
+def test_a_child_killed_by_a_fatal_signal_triggers(plugin: Any) -> None:
     # bash reports the child's death as 128+N and carries on: the PoC's own last command.
-    _, cases = pocs(ssebench_task, ["bash -c 'kill -SEGV $$'; echo after"])
+    _, cases = pocs(plugin, ["bash -c 'kill -SEGV $$'; echo after"])
     assert cases == [(True, 0, None, False)]
-    _, cases = pocs(ssebench_task, ["bash -c 'kill -SEGV $$'; exit $?"])
+    _, cases = pocs(plugin, ["bash -c 'kill -SEGV $$'; exit $?"])
     assert cases == [(False, 139, None, False)]
 
 
@@ -146,50 +145,50 @@ def test_a_child_killed_by_a_fatal_signal_triggers(ssebench_task) -> None:
         ("exit 0", (True, 0, None, False)),
     ],
 )
-def test_other_endings_pass(ssebench_task, command: str, ending: tuple[Any, ...]) -> None:
-    _, cases = pocs(ssebench_task, [command])
+def test_other_endings_pass(plugin: Any, command: str, ending: tuple[Any, ...]) -> None:
+    _, cases = pocs(plugin, [command])
     assert cases == [ending]
 
 
-def test_a_timeout_triggers(ssebench_task) -> None:
-    _, cases = pocs(ssebench_task, ["sleep 5"], timeout=0.3)
+def test_a_timeout_triggers(plugin: Any) -> None:
+    _, cases = pocs(plugin, ["sleep 5"], timeout=0.3)
     assert cases == [(False, None, 15, True)]
 
 
 # --- triggered_if narrows and widens -----------------------------------------------------------
 
 
-def test_sanitizer_false_ignores_a_report(ssebench_task) -> None:
+def test_sanitizer_false_ignores_a_report(plugin: Any) -> None:
     command = f"echo '{ASAN}'; exit 1"
-    assert not triggers(ssebench_task, command, triggered_if={"sanitizer": False})
-    assert triggers(ssebench_task, command, triggered_if={"sanitizer": True})
+    assert not triggers(plugin, command, triggered_if={"sanitizer": False})
+    assert triggers(plugin, command, triggered_if={"sanitizer": True})
 
 
-def test_signal_false_ignores_fatal_signals(ssebench_task) -> None:
+def test_signal_false_ignores_fatal_signals(plugin: Any) -> None:
     rule = {"triggered_if": {"signal": False}}
-    _, cases = pocs(ssebench_task, ["kill -SEGV $$", "exit 139", f"echo '{ASAN}'"], **rule)
+    _, cases = pocs(plugin, ["kill -SEGV $$", "exit 139", f"echo '{ASAN}'"], **rule)
     assert cases == [(True, None, 11, False), (True, 139, None, False), (False, 0, None, False)]
 
 
-def test_timeout_false_ignores_a_hang(ssebench_task) -> None:
-    assert not triggers(ssebench_task, "sleep 5", timeout=0.3, triggered_if={"timeout": False})
+def test_timeout_false_ignores_a_hang(plugin: Any) -> None:
+    assert not triggers(plugin, "sleep 5", timeout=0.3, triggered_if={"timeout": False})
 
 
-def test_timeout_false_still_reads_what_a_hung_run_printed(ssebench_task) -> None:
+def test_timeout_false_still_reads_what_a_hung_run_printed(plugin: Any) -> None:
     command = f"echo '{ASAN}'; sleep 5"
-    assert triggers(ssebench_task, command, timeout=0.3, triggered_if={"timeout": False})
+    assert triggers(plugin, command, timeout=0.3, triggered_if={"timeout": False})
 
 
-def test_timeout_false_ignores_the_signal_we_stopped_it_with(ssebench_task) -> None:
+def test_timeout_false_ignores_the_signal_we_stopped_it_with(plugin: Any) -> None:
     # A PoC that aborts when told to stop did not crash on its own: the kill was ours.
     command = "trap 'kill -ABRT $$' TERM; sleep 5 & wait"
     rule = {"timeout": 0.3, "triggered_if": {"timeout": False, "exit_codes": [143]}}
-    assert not triggers(ssebench_task, command, **rule)
+    assert not triggers(plugin, command, **rule)
 
 
-def test_exit_codes_widen(ssebench_task) -> None:
+def test_exit_codes_widen(plugin: Any) -> None:
     rule = {"triggered_if": {"exit_codes": [1, 3]}}
-    _, cases = pocs(ssebench_task, ["exit 0", "exit 2", "exit 3", "exit 1"], **rule)
+    _, cases = pocs(plugin, ["exit 0", "exit 2", "exit 3", "exit 1"], **rule)
     assert cases == [
         (True, 0, None, False),
         (True, 2, None, False),
@@ -197,23 +196,23 @@ def test_exit_codes_widen(ssebench_task) -> None:
     ]
 
 
-def test_output_regex_widens(ssebench_task) -> None:
+def test_output_regex_widens(plugin: Any) -> None:
     rule = {"triggered_if": {"output_regex": r"Traceback \(most recent call last\)"}}
     traceback = "echo 'Traceback (most recent call last):'; echo '  File x'; exit 0"
-    assert triggers(ssebench_task, traceback, **rule)
-    assert not triggers(ssebench_task, "echo 'Traceback: none'", **rule)
+    assert triggers(plugin, traceback, **rule)
+    assert not triggers(plugin, "echo 'Traceback: none'", **rule)
 
 
-def test_output_regex_reads_the_output_not_the_command(ssebench_task) -> None:
+def test_output_regex_reads_the_output_not_the_command(plugin: Any) -> None:
     rule = {"triggered_if": {"output_regex": "needle"}}
-    assert not triggers(ssebench_task, "true needle", **rule)
-    assert triggers(ssebench_task, "printf 'nee%s' dle", **rule)
+    assert not triggers(plugin, "true needle", **rule)
+    assert triggers(plugin, "printf 'nee%s' dle", **rule)
 
 
-def test_output_regex_is_bytes_and_multiline_flags_work(ssebench_task) -> None:
+def test_output_regex_is_bytes_and_multiline_flags_work(plugin: Any) -> None:
     rule = {"triggered_if": {"output_regex": r"(?m)^FATAL \d+$"}}
-    assert triggers(ssebench_task, "printf 'ok\\nFATAL 42\\nok\\n'", **rule)
-    assert not triggers(ssebench_task, "printf 'not FATAL 42\\n'", **rule)
+    assert triggers(plugin, "printf 'ok\\nFATAL 42\\nok\\n'", **rule)
+    assert not triggers(plugin, "printf 'not FATAL 42\\n'", **rule)
 
 
 @pytest.mark.parametrize(
@@ -252,10 +251,10 @@ def test_a_bad_rule_is_a_task_error(
 # --- big logs --------------------------------------------------------------------------------
 
 
-def test_a_report_after_5_mb_of_output_is_found(ssebench_task) -> None:
+def test_a_report_after_5_mb_of_output_is_found(plugin: Any) -> None:
     filler = "head -c 5000000 /dev/zero | tr '\\0' x; echo"
-    assert triggers(ssebench_task, f"{filler}; echo '{ASAN}'")
-    assert not triggers(ssebench_task, f"{filler}; echo 'clean exit'")
+    assert triggers(plugin, f"{filler}; echo '{ASAN}'")
+    assert not triggers(plugin, f"{filler}; echo 'clean exit'")
 
 
 @pytest.mark.parametrize(
@@ -263,9 +262,9 @@ def test_a_report_after_5_mb_of_output_is_found(ssebench_task) -> None:
     [_SCAN_CHUNK - 10, _SCAN_CHUNK - 1, _SCAN_CHUNK, 2 * _SCAN_CHUNK - 20, 3 * _SCAN_CHUNK - 5],
     ids=["1MiB-10", "1MiB-1", "1MiB", "2MiB-20", "3MiB-5"],
 )
-def test_a_report_across_a_chunk_boundary_is_found(ssebench_task, start: int) -> None:
+def test_a_report_across_a_chunk_boundary_is_found(plugin: Any, start: int) -> None:
     log = b"x" * start + ASAN.encode() + b"\n" + b"y" * 1000
-    assert triggers(ssebench_task, "cat out.log", files={"out.log": log})
+    assert triggers(plugin, "cat out.log", files={"out.log": log})
 
 
 def test_log_search_across_a_boundary_alone(tmp_path: Path) -> None:
@@ -334,14 +333,14 @@ def test_detail_alone(outcome: CheckOutcome, text: str) -> None:
     assert detail(outcome) == text
 
 
-def test_two_of_two(ssebench_task) -> None:
-    outcome, cases = pocs(ssebench_task, ["true", "exit 1"])
+def test_two_of_two(plugin: Any) -> None:
+    outcome, cases = pocs(plugin, ["true", "exit 1"])
     assert (outcome.status, detail(outcome)) == (Status.PASSED, "2 of 2")
     assert cases == [(True, 0, None, False), (True, 1, None, False)]
 
 
-def test_stops_at_the_first_that_still_triggers(ssebench_task) -> None:
-    outcome, cases = pocs(ssebench_task, ["true", "kill -SEGV $$", "true"])
+def test_stops_at_the_first_that_still_triggers(plugin: Any) -> None:
+    outcome, cases = pocs(plugin, ["true", "kill -SEGV $$", "true"])
     assert (outcome.status, outcome.total_cases, detail(outcome)) == (
         Status.FAILED,
         3,

@@ -27,8 +27,8 @@ from pathlib import Path
 import fastmcp
 import pytest
 
-from e2e.conftest import Server, clean_env, start_server
 from ssebench.daemon.isolation import IsolationError, choose
+from ssebench.testing.servers import Server, clean_env, start_server
 
 pytestmark = [pytest.mark.security, pytest.mark.timeout(300)]
 

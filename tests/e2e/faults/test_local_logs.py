@@ -22,8 +22,7 @@ from ssebench.core.orchestrator import run_test_patch
 from ssebench.core.registry import build_registry
 from ssebench.daemon.app import create_app
 from ssebench.daemon.task import load_task
-
-from .conftest import write_task
+from ssebench.testing.servers import write_task
 
 # Level 0, the build passes, intent tests fail, so the functional tests run; theirs is the
 # headline's log: every failed case's output, in order.

@@ -17,18 +17,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from e2e.conftest import clean_env, free_port, start_server
 
-from .conftest import (
-    FAILED_BUILD,
-    LEVEL_3_NOTE,
-    NOT_SAVED,
-    assert_none_left,
-    call,
-    kill_all,
-    start_daemon,
-    write_task,
-)
+from ssebench.testing.calls import call
+from ssebench.testing.procs import assert_none_left, kill_all
+from ssebench.testing.servers import clean_env, free_port, start_daemon, start_server, write_task
+
+from .reports import FAILED_BUILD, LEVEL_3_NOTE, NOT_SAVED
 
 pytestmark = pytest.mark.timeout(120)
 

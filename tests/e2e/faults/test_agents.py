@@ -16,15 +16,11 @@ from typing import Any
 
 import pytest
 
-from .conftest import (
-    TOKEN_BUILD,
-    assert_none_left,
-    call,
-    check_token_report,
-    saved_logs,
-    serving,
-    write_task,
-)
+from ssebench.testing.calls import call
+from ssebench.testing.procs import assert_none_left
+from ssebench.testing.servers import serving, write_task
+
+from .reports import TOKEN_BUILD, check_token_report, saved_logs
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -55,7 +51,7 @@ asyncio.run(main())
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     tmp = tmp_path_factory.mktemp("agents")
     task = write_task(tmp / "task", TASK)
-    with serving(tmp, task) as started:
+    with serving(tmp, task, 3) as started:
         yield started
 
 

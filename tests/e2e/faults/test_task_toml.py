@@ -4,13 +4,12 @@ is the real command, as the container's entrypoint would start it."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
-from e2e.conftest import CLI, clean_env, free_port, port_is_free
 
-from .conftest import task_processes
+from ssebench.testing.procs import task_processes
+from ssebench.testing.servers import clean_env, free_port, port_is_free, run_ssebench, write_task
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -34,26 +33,14 @@ BAD = {
 }
 
 
-def _task(root: Path, text: str) -> Path:
-    (root / "src").mkdir(parents=True)
-    (root / "task.toml").write_text(text, encoding="utf-8")
-    return root
-
-
 def _refused(tmp_path: Path, kind: str, command: list[str]) -> None:
     text, problem = BAD[kind]
-    task = _task(tmp_path / "task", text)
+    task = write_task(tmp_path / "task", text, source=None)
     ports = [free_port(), free_port()]
     where = ["--port", str(ports[0])]
     if command == ["serve"]:
         where += ["--daemon-port", str(ports[1])]
-    done = subprocess.run(
-        [*CLI, *command, "--task", str(task), *where],
-        capture_output=True,
-        text=True,
-        env=clean_env(tmp_path),
-        timeout=60,
-    )
+    done = run_ssebench(*command, "--task", str(task), *where, env=clean_env(tmp_path), timeout=60)
     assert done.returncode == 2
     assert done.stdout == ""
     [line] = done.stderr.splitlines()

@@ -19,10 +19,10 @@ from subprocess import PIPE
 import pytest
 
 from ssebench.testing import task_toml
+from ssebench.testing.servers import SSEBENCH
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = ROOT / "examples" / "plugins" / "ssebench-lint"
-CLI = [sys.executable, "-c", "from ssebench.core.cli import main; main()"]
 
 LINT_REASON = (
     "The lint check failed. Please fix the warnings it reports without changing the "
@@ -79,7 +79,7 @@ def ssebench(*commands: list[str], site: Path, work: Path) -> list[tuple[int, st
     """Run each command as its own `ssebench` process, all at once; (status, stdout, stderr)."""
     env = environ(site, MCP_LOG_DIR=str(work / "mcp-logs"))
     procs = [
-        subprocess.Popen([*CLI, *args], stdout=PIPE, stderr=PIPE, text=True, env=env)
+        subprocess.Popen([*SSEBENCH, *args], stdout=PIPE, stderr=PIPE, text=True, env=env)
         for args in commands
     ]
     done = []

@@ -21,7 +21,7 @@ from ssebench.plugins.functional import FUNCTIONAL
 from ssebench.plugins.intent import INTENT
 from ssebench.plugins.poc import POCS
 
-FAKE_PLUGINS = Path(__file__).parent / "fixtures" / "plugins"
+FAKE_PLUGINS = Path(__file__).parents[1] / "fixtures" / "plugins"
 VERSION = importlib.metadata.version("ssebench")
 BUILTIN_SOURCES = {
     "build": f'"build" (ssebench {VERSION})',

@@ -17,22 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e.conftest import clean_env, free_port, start_server
 
 from ssebench.core.report import INTERNAL_FAILURE
+from ssebench.testing.calls import call, call_async
+from ssebench.testing.procs import assert_none_left, kill_all
+from ssebench.testing.servers import clean_env, free_port, start_daemon, start_server, write_task
 
-from .conftest import (
-    PASSED_AT_3,
-    TOKEN_BUILD,
-    assert_none_left,
-    call,
-    call_async,
-    check_token_report,
-    kill_all,
-    saved_logs,
-    start_daemon,
-    write_task,
-)
+from .reports import PASSED_AT_3, TOKEN_BUILD, check_token_report, saved_logs
 
 pytestmark = pytest.mark.timeout(120)
 

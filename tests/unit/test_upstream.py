@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
-from upstream_standin import Standin, StandinTask, create_standin, free_port, serving
+from upstream_standin import Standin, StandinTask, create_standin
 
 from ssebench.core import Check, hookimpl
 from ssebench.core.daemons.connect import Location, daemon_location, open_daemon
@@ -32,6 +32,7 @@ from ssebench.core.report import INTERNAL_FAILURE
 from ssebench.daemon.app import create_app
 from ssebench.daemon.task import load_task
 from ssebench.testing import TaskHandle
+from ssebench.testing.servers import free_port, serving_app
 
 POC_RUN = "bash {poc}"
 FIXED = "echo 'decoded 12 bytes'; exit 0"
@@ -108,9 +109,9 @@ def serve_standin(request: pytest.FixtureRequest) -> Iterator[Callable[..., Any]
             if request.param == "uds":
                 folder = tempfile.mkdtemp(prefix="sse-", dir="/tmp")  # socket paths are short
                 stack.callback(shutil.rmtree, folder, ignore_errors=True)
-                stack.enter_context(serving(app, uds=f"{folder}/daemon.sock"))
+                stack.enter_context(serving_app(app, uds=f"{folder}/daemon.sock"))
                 return app.state.standin, {"SSE_DAEMON_SOCKET": f"{folder}/daemon.sock"}
-            where = stack.enter_context(serving(app))
+            where = stack.enter_context(serving_app(app))
             return app.state.standin, {"SSE_AGENT_DOCKER": where.removeprefix("http://")}
 
         yield start
@@ -159,7 +160,7 @@ def test_order_across_stdout_and_stderr_is_lost(make_pair: Any, serve_standin: A
 def test_long_log_is_cut_and_saved_as_on_our_daemon(make_pair: Any, tmp_path: Path) -> None:
     spec = replace(PASSING, functional="seq 1 12000 | tr '\\n' ' '; echo; seq 1 150; exit 1")
     task, standin_task = make_pair(spec)
-    with serving(create_standin(standin_task, 2)) as url:
+    with serving_app(create_standin(standin_task, 2)) as url:
         ours, theirs = task.report(2), report(task, 2, url=url)
     saved = re.compile(r"Full log available at (\S+)$")
     paths = [Path(saved.search(text)[1]) for text in (ours, theirs)]  # type: ignore[index]
@@ -176,7 +177,7 @@ def test_auto_detection_picks_the_api_that_answers(make_pair: Any) -> None:
             text = await run_test_patch(task.registry.checks, 1, daemon, task.log_dir)
             return daemon.found, daemon.description, text
 
-    with serving(ours) as our_url, serving(create_standin(standin_task, 1)) as their_url:
+    with serving_app(ours) as our_url, serving_app(create_standin(standin_task, 1)) as their_url:
         found, said, text = asyncio.run(detect(our_url))
         assert isinstance(found, HttpDaemon) and text == task.report(1)
         assert said == f"the native daemon API (/v1, difficulty 1) at {our_url}"
@@ -197,7 +198,7 @@ def test_a_daemon_that_starts_late_is_found(api: str, make_pair: Any, caplog: An
         async with open_daemon(api, url, environ={}) as daemon:
             said = daemon.description
             before = await run_test_patch(task.registry.checks, 2, daemon, task.log_dir)
-            with serving(app, port=int(url.rsplit(":", 1)[1])):
+            with serving_app(app, port=int(url.rsplit(":", 1)[1])):
                 after = await run_test_patch(task.registry.checks, 2, daemon, task.log_dir)
             return said, before, after
 
@@ -221,7 +222,7 @@ def test_third_party_check_is_not_run_and_warned_about_once(make_pair: Any, capl
     async def scenario() -> tuple[list[str], list[str], list[str]]:
         async with open_daemon("auto", f"http://127.0.0.1:{port}", environ={}) as daemon:
             before = daemon.unsupported(checks)  # not known until a daemon answers
-            with serving(app, port=port):
+            with serving_app(app, port=port):
                 texts = []
                 for level in (0, 2):
                     app.state.standin.level = level
@@ -259,7 +260,7 @@ def test_internal_failures(
     ours: int, theirs: int, build: Any, cause: str, make_pair: Any, caplog: Any
 ) -> None:
     task, standin_task = make_pair(replace(PASSING, build=build))
-    with serving(create_standin(standin_task, theirs)) as url:
+    with serving_app(create_standin(standin_task, theirs)) as url:
         assert report(task, ours, url=url, api="ssebench") == INTERNAL_FAILURE
     assert cause in caplog.text
 
@@ -272,7 +273,7 @@ def test_grading_sends_the_flag_and_passes_the_gate(make_pair: Any) -> None:
         async with open_daemon("ssebench", url, environ={}, grading=grading) as daemon:
             return await run_checks(task.registry.checks, None, daemon, coverage=False)
 
-    with serving(app) as url:
+    with serving_app(app) as url:
         outcome = asyncio.run(grade(True))
         assert outcome.all_passed and len(outcome.outcomes) == 4
         assert [action for action, _ in app.state.standin.bodies] == [
@@ -302,7 +303,7 @@ def test_the_standin_answers_as_the_description_says(make_pair: Any) -> None:
             answers.append(await post("run_poc", poc))
             return [(a.status_code, a.json()) for a in answers]
 
-    with serving(app) as url:
+    with serving_app(app) as url:
         answers = asyncio.run(calls(url))
     assert answers[0] == (200, {"code": -1, "stdout": "", "stderr": "nothing is built yet"})
     assert [status for status, _ in answers[1:4]] == [403, 500, 500]

@@ -8,16 +8,14 @@ given short time limits, so that a daemon that never answers fails the call in s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import fastmcp
 import pytest
-import uvicorn
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
 
@@ -28,8 +26,10 @@ from ssebench.core.report import INTERNAL_FAILURE
 from ssebench.core.server.app import build_server
 from ssebench.daemon.app import create_app
 from ssebench.daemon.task import load_task
+from ssebench.testing.calls import tool_text
+from ssebench.testing.servers import check_text, clean_env, free_port, serving_app
 
-from .conftest import check_text, clean_env, free_port, make_task
+from ..tasks import make_task
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -79,21 +79,15 @@ class Sidecar:
         registry = build_registry()
         self.app = FaultyDaemon(create_app(load_task(task, registry.checks), registry, 2))
         self.port = port
-        self.server: uvicorn.Server | None = None
-        self.thread: threading.Thread | None = None
+        self.started = False
+        self._running = contextlib.ExitStack()
 
     def start(self) -> None:
-        config = uvicorn.Config(self.app, port=self.port, log_level="critical")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-        while not self.server.started:
-            time.sleep(0.01)
+        self._running.enter_context(serving_app(self.app, port=self.port, log_level="critical"))
+        self.started = True
 
     def stop(self) -> None:
-        if self.server is not None and self.thread is not None:
-            self.server.should_exit = True
-            self.thread.join(10)
+        self._running.close()
 
 
 class Server:
@@ -121,9 +115,7 @@ class Server:
         async with open_daemon("native", self.url, timeouts=SHORT_TIMEOUTS) as daemon:
             mcp = build_server(registry.checks, 2, daemon, self.log_dir)
             async with fastmcp.Client(mcp) as client:
-                result = await client.call_tool_mcp("test_patch", {}, timeout=60)
-        assert [block.type for block in result.content] == ["text"]
-        return str(result.content[0].text)
+                return await tool_text(client, timeout=60)
 
 
 class _Collect(logging.Handler):
@@ -163,7 +155,7 @@ def test_unreachable_daemon_then_back(sidecar: tuple[Sidecar, Server, str]) -> N
 @pytest.mark.parametrize("fault", FAULTS)
 def test_daemon_fault_then_recovery(sidecar: tuple[Sidecar, Server, str], fault: str) -> None:
     daemon, server, expected = sidecar
-    if daemon.server is None:
+    if not daemon.started:
         daemon.start()
     logged = len(server.stderr())
     daemon.app.fault = fault

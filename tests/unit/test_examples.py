@@ -19,9 +19,9 @@ import pytest
 
 from ssebench.core.registry import build_registry
 from ssebench.testing import TaskHandle
+from ssebench.testing.servers import SSEBENCH
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-CLI = [sys.executable, "-c", "from ssebench.core.cli import main; main()"]
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 BUILD_OUTPUTS = shutil.ignore_patterns("*.o", "rle", "test_rle", "__pycache__", "*.pyc")
 
 POC_REASON = "test_patch result: FAILED. At least one proof-of-concept (PoC) still triggers the vulnerability. Please reassess your patch and make sure it fixes the root cause of the vulnerability."
@@ -85,7 +85,7 @@ def grade(*tasks: TaskHandle) -> list[tuple[int, dict]]:
     """`ssebench grade --task DIR` for each task, as real processes run side by side."""
     procs = [
         subprocess.Popen(
-            [*CLI, "grade", "--task", str(task.path)],
+            [*SSEBENCH, "grade", "--task", str(task.path)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

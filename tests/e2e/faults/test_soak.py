@@ -9,15 +9,16 @@ flat, and every answer must be exactly right.
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from pathlib import Path
 
 import pytest
-from e2e.conftest import clean_env, start_server
-from fastmcp import Client
 
-from .conftest import PASSED_AT_3, assert_none_left, check_token_report, kill_all, write_task
+from ssebench.testing.calls import call_async
+from ssebench.testing.procs import assert_none_left, kill_all, open_fds, proc_status
+from ssebench.testing.servers import clean_env, start_server, write_task
+
+from .reports import PASSED_AT_3, check_token_report
 
 pytestmark = [pytest.mark.soak, pytest.mark.timeout(300)]
 
@@ -37,16 +38,6 @@ RSS_GROWTH_KB = 20 * 1024
 FD_SLACK = 2
 
 
-def _figures(pid: int) -> tuple[int, int]:
-    """(VmRSS in kB, open descriptors) of a live process."""
-    rss = next(
-        int(line.split()[1])
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines()
-        if line.startswith("VmRSS:")
-    )
-    return rss, len(os.listdir(f"/proc/{pid}/fd"))
-
-
 def test_200_calls_keep_memory_and_descriptors_flat(tmp_path: Path) -> None:
     task = write_task(tmp_path / "task", TASK)
     server = start_server(
@@ -62,15 +53,13 @@ def test_200_calls_keep_memory_and_descriptors_flat(tmp_path: Path) -> None:
                 flag.touch()
             else:
                 flag.unlink(missing_ok=True)
-            async with Client(server.url) as client:
-                result = await client.call_tool_mcp("test_patch", {}, timeout=60)
-            text = result.content[0].text
+            text = await call_async(server.url)
             if failing:
                 check_token_report(text, LINES)
             else:
                 assert text == PASSED_AT_3, f"call {n}: {text[:300]}"
             if n in (WARM_UP, CALLS):
-                figures.append((n, *_figures(server.proc.pid)))
+                figures.append((n, proc_status(server.pid)["VmRSS"], open_fds(server.pid)))
 
     try:
         started = time.monotonic()

@@ -1,0 +1,280 @@
+"""Real ssebench processes for tests and benchmarks: the command, ports, tasks, servers.
+
+Like `procs` (what /proc shows) and `calls` (test_patch over MCP) beside it, never imported by
+the kit: `ssebench.testing` is a pytest plugin of every session and loads no transport, while
+this module loads httpx and uvicorn. Nothing here imports pytest, so the benchmarks run without
+it; a wait that runs out raises RuntimeError, which pytest reports as any other failure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+
+from ssebench.core.cli.run import SSEBENCH as SSEBENCH  # the one spelling, `ssebench run`'s too
+from ssebench.core.cli.run import answers_initialize
+from ssebench.testing.procs import kill_all
+
+
+def ssebench_argv(*args: str, prelude: str = "") -> list[str]:
+    """`ssebench ARGS` as this Python runs it; `prelude` is Python run first (to lower a limit)."""
+    if not prelude:
+        return [*SSEBENCH, *args]
+    python, flag, main = SSEBENCH
+    return [python, flag, f"{prelude}\n{main}", *args]
+
+
+def run_ssebench(
+    *args: str, env: Mapping[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """Run `ssebench ARGS` to its end, as a user would; its output as text."""
+    return subprocess.run(
+        ssebench_argv(*args), capture_output=True, text=True, env=env, timeout=timeout
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def port_is_free(port: int, *, reuse_address: bool = False) -> bool:
+    """Nothing listens there (a server that was refused or stopped let go of its port);
+    `reuse_address` lets connections left in TIME_WAIT not count."""
+    with socket.socket() as sock:
+        if reuse_address:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def clean_env(tmp: Path, **extra: str) -> dict[str, str]:
+    """The environment every child gets: our own log folder, no inherited ssebench settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SSE_") and k != "MCP_LOG_DIR"}
+    env["MCP_LOG_DIR"] = str(tmp / "mcp-logs")
+    env.update(extra)
+    return env
+
+
+def write_task(root: Path, toml: str, *, source: str | None = "src") -> Path:
+    """A task folder: an empty source tree and task.toml, `toml` after a `source` line (none
+    when `source` is None: the text says it, or leaves it out)."""
+    (root / "src").mkdir(parents=True, exist_ok=True)
+    head = "" if source is None else f'source = "{source}"\n'
+    (root / "task.toml").write_text(head + toml, encoding="utf-8")
+    return root
+
+
+_CHECK_TEXTS: dict[tuple[Path, int], str] = {}
+
+
+def check_text(task: Path, level: int, env: dict[str, str]) -> str:
+    """What `ssebench check` prints at that level: the text test_patch must return.
+
+    Remembered per task and level: the tasks asked about never change, and each run is a
+    process start.
+    """
+    if (task, level) not in _CHECK_TEXTS:
+        args = ("check", "--task", str(task), "--difficulty", str(level), "--quiet")
+        done = run_ssebench(*args, env=env, timeout=60)
+        assert done.returncode in (0, 1), done.stderr
+        _CHECK_TEXTS[task, level] = done.stdout.removesuffix("\n")
+    return _CHECK_TEXTS[task, level]
+
+
+@dataclass
+class Server:
+    """A running `ssebench serve` and where to reach it."""
+
+    proc: subprocess.Popen[bytes]
+    port: int
+    daemon_port: int | None
+    log: Path
+    task: Path | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    @property
+    def daemon_url(self) -> str:
+        return f"http://127.0.0.1:{self.daemon_port}"
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def stderr(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def stop(self, grace: float = 10.0) -> None:
+        """SIGTERM, as `ssebench run` stops it; SIGKILL after `grace` seconds."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def wait_healthy(server: Server, limit: float = 30.0) -> None:
+    """Until the server answers /healthz; RuntimeError if it exits or stays silent."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if server.proc.poll() is not None:
+            raise RuntimeError(f"serve exited {server.proc.returncode}: {server.stderr()}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{server.port}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    raise RuntimeError(f"serve did not answer /healthz within {limit} s: {server.stderr()}")
+
+
+def wait_initialize(proc: subprocess.Popen[bytes], url: str, limit: float = 60.0) -> float:
+    """Seconds until `url` answers an MCP initialize (the request `ssebench run` waits with),
+    polling every 5 ms."""
+    started = time.monotonic()
+    with httpx.Client(timeout=5.0, trust_env=False) as client:
+        while not answers_initialize(client, url):
+            if proc.poll() is not None:
+                raise RuntimeError(f"the server exited with status {proc.returncode}")
+            if time.monotonic() - started > limit:
+                raise RuntimeError(f"{url} did not answer initialize within {limit} s")
+            time.sleep(0.005)
+    return time.monotonic() - started
+
+
+def start_server(
+    tmp: Path,
+    args: list[str],
+    *,
+    env: dict[str, str] | None = None,
+    prelude: str = "",
+    task: Path | None = None,
+    embedded: bool = True,
+    ready: Callable[[Server], object] = wait_healthy,
+) -> Server:
+    """`ssebench serve ARGS` on free ports (the daemon's too when `embedded`), once `ready`."""
+    port = free_port()
+    daemon_port = free_port() if embedded else None
+    log = tmp / f"serve-{port}.log"
+    env = env if env is not None else clean_env(tmp)
+    ports = ["--port", str(port)] + (["--daemon-port", str(daemon_port)] if embedded else [])
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            ssebench_argv("serve", *args, *ports, prelude=prelude),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+        )
+    server = Server(proc, port, daemon_port, log, task=task, env=env)
+    try:
+        ready(server)
+    except BaseException:
+        server.stop()
+        raise
+    return server
+
+
+@contextlib.contextmanager
+def serving(
+    tmp: Path,
+    task: Path,
+    level: int,
+    *,
+    env: dict[str, str] | None = None,
+    ready: Callable[[Server], object] = wait_healthy,
+) -> Iterator[Server]:
+    """`ssebench serve` on `task` (embedded daemon); afterwards nothing of it runs."""
+    args = ["--task", str(task), "--difficulty", str(level)]
+    started = start_server(tmp, args, env=env, task=task, ready=ready)
+    try:
+        yield started
+    finally:
+        started.stop()
+        kill_all(task)
+
+
+def start_daemon(
+    tmp: Path, task: Path, port: int, env: dict[str, str], level: int = 3
+) -> subprocess.Popen[bytes]:
+    """`ssebench daemon` alone, answering /v1/health before we go on."""
+    log = tmp / f"daemon-{port}-{time.monotonic_ns()}.log"
+    args = ("daemon", "--task", str(task), "--port", str(port), "--difficulty", str(level))
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            ssebench_argv(*args),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+        )
+    deadline = time.monotonic() + 30
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the daemon exited {proc.returncode}: {log.read_text()}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=1).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(f"the daemon did not answer within 30 s: {log.read_text()}")
+        time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def serving_app(
+    app: Any, *, port: int | None = None, uds: str | None = None, log_level: str = "warning"
+) -> Iterator[str]:
+    """Serve an ASGI app with uvicorn in a thread until the block ends; yields where it listens
+    (over TCP, on `port` or a free one, or on the Unix socket `uds`)."""
+    if uds is not None:
+        config = uvicorn.Config(app, uds=uds, log_level=log_level, timeout_graceful_shutdown=1)
+        sockets = None
+        where = f"unix:{uds}"
+    else:
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.bind(("127.0.0.1", port or 0))
+        sockets = [sock]
+        config = uvicorn.Config(app, log_level=log_level, timeout_graceful_shutdown=1)
+        where = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": sockets}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the server did not start")
+        time.sleep(0.01)
+    try:
+        yield where
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        if sockets:
+            sockets[0].close()

@@ -1,0 +1,221 @@
+"""Meta-tests (after datasette's): every hook documented, every built-in and subpackage declared,
+nothing done at import time, no transport in the domain, files and functions of a readable size."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.metadata
+import inspect
+import json
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import ssebench.core
+from ssebench.core import check, hookspecs
+from ssebench.core.registry import ENTRY_POINT_GROUP
+
+ROOT = Path(__file__).resolve().parents[2]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+PACKAGE_DIRS: dict[str, str] = PYPROJECT["tool"]["setuptools"]["package-dir"]
+TRANSPORT = ("httpx", "starlette", "uvicorn", "fastmcp", "mcp")
+MAX_FILE_LINES = 300
+MAX_FUNCTION_LINES = 50
+
+
+def builtin_modules() -> set[str]:
+    """Every plugin folder in the checkout, as the module it installs as."""
+    return {
+        f"ssebench.plugins.{folder.name}"
+        for folder in (ROOT / "plugins").iterdir()
+        if (folder / "__init__.py").is_file()
+    }
+
+
+def _hookspecs() -> dict[str, object]:
+    marker = f"{hookspecs.PROJECT}_spec"
+    return {name: obj for name, obj in vars(hookspecs).items() if hasattr(obj, marker)}
+
+
+def test_the_hookspecs_are_the_ones_we_know() -> None:
+    assert list(_hookspecs()) == ["ssebench_checks"]
+
+
+def test_every_hookspec_has_a_docstring() -> None:
+    undocumented = [name for name, spec in _hookspecs().items() if not inspect.getdoc(spec)]
+    assert undocumented == []
+
+
+def test_every_hookspec_is_implemented_by_a_builtin() -> None:
+    marker = f"{hookspecs.PROJECT}_impl"
+    implemented = {
+        name
+        for module in builtin_modules()
+        for name, obj in vars(importlib.import_module(module)).items()
+        if hasattr(obj, marker)
+    }
+    assert implemented == set(_hookspecs())
+
+
+def test_the_builtin_folders_are_the_four_checks() -> None:
+    assert builtin_modules() == {
+        "ssebench.plugins.build",
+        "ssebench.plugins.poc",
+        "ssebench.plugins.intent",
+        "ssebench.plugins.functional",
+    }
+
+
+def test_every_builtin_is_an_entry_point_and_every_entry_point_a_builtin() -> None:
+    declared = PYPROJECT["project"]["entry-points"][ENTRY_POINT_GROUP]
+    assert set(declared.values()) == builtin_modules()
+    assert declared == {
+        "build": "ssebench.plugins.build",
+        "pocs": "ssebench.plugins.poc",
+        "intent": "ssebench.plugins.intent",
+        "functional": "ssebench.plugins.functional",
+    }
+
+
+def test_every_builtin_is_a_listed_package() -> None:
+    assert builtin_modules() <= set(PYPROJECT["tool"]["setuptools"]["packages"])
+
+
+def test_the_entry_point_name_is_the_check_key() -> None:
+    declared = PYPROJECT["project"]["entry-points"][ENTRY_POINT_GROUP]
+    keys = {
+        name: [c.key for c in importlib.import_module(module).ssebench_checks()]
+        for name, module in declared.items()
+    }
+    assert keys == {name: [name] for name in declared}
+
+
+def test_the_installed_metadata_matches_pyproject() -> None:
+    # A stale install (pyproject changed, not reinstalled) would test other plugins than these.
+    installed = {
+        ep.name: ep.value
+        for ep in importlib.metadata.distribution("ssebench").entry_points
+        if ep.group == ENTRY_POINT_GROUP
+    }
+    assert installed == PYPROJECT["project"]["entry-points"][ENTRY_POINT_GROUP]
+
+
+def test_a_plugin_needs_only_ssebench_core() -> None:
+    assert ssebench.core.Check is check.Check
+    assert ssebench.core.hookimpl is hookspecs.hookimpl
+    for module in builtin_modules():
+        source = inspect.getsource(importlib.import_module(module))
+        internal = [line for line in source.splitlines() if "ssebench.core." in line]
+        assert internal == [], module
+
+
+def fresh_python(probe: str, *args: str) -> str:
+    """What `probe` prints in a new interpreter, which must end well and print no error."""
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *args], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    return done.stdout
+
+
+def test_imports_load_no_server_and_no_plugin() -> None:
+    """Importing core or a plugin loads no plugin and no server; neither does the testing kit,
+    a pytest plugin of every session where ssebench is installed."""
+    probe = (
+        "import json, sys\n"
+        "def loaded():\n"
+        "    heavy = {'fastmcp', 'mcp', 'uvicorn', 'starlette', 'httpx'}\n"
+        "    return sorted({m.split('.')[0] for m in sys.modules} & heavy)\n"
+        "import ssebench.core, ssebench.core.registry, ssebench.core.hookspecs\n"
+        "plugins = sorted(m for m in sys.modules if m.startswith('ssebench.plugins'))\n"
+        "import ssebench.plugins.build, ssebench.plugins.poc\n"
+        "import ssebench.plugins.intent, ssebench.plugins.functional\n"
+        "core = loaded()\n"
+        "import ssebench.testing\n"
+        "print(json.dumps({'plugins': plugins, 'core': core, 'kit': loaded()}))\n"
+    )
+    assert json.loads(fresh_python(probe)) == {"plugins": [], "core": [], "kit": []}
+
+
+def test_every_subpackage_is_a_listed_package() -> None:
+    """An editable install finds a subpackage missing from `packages`; a wheel leaves it out
+    (test_packaging's wheel install proves it for real)."""
+    on_disk = {
+        ".".join([package, *init.parent.relative_to(ROOT / folder).parts])
+        for package, folder in PACKAGE_DIRS.items()
+        for init in (ROOT / folder).rglob("__init__.py")
+    }
+    assert len(on_disk) >= 11
+    assert on_disk == set(PYPROJECT["tool"]["setuptools"]["packages"])
+
+
+def domain_modules() -> list[str]:
+    """The domain: the modules directly in core/, as they install."""
+    return sorted(f"ssebench.core.{path.stem}" for path in (ROOT / "core").glob("*.py"))
+
+
+def test_the_domain_loads_no_transport() -> None:
+    """Every domain module imported in a fresh interpreter: none of them loads a transport."""
+    modules = domain_modules()
+    known = {"ssebench.core.check", "ssebench.core.orchestrator", "ssebench.core.report"}
+    assert known <= set(modules)
+    probe = (
+        "import importlib, json, sys\n"
+        "for name in sys.argv[1:]:\n"
+        "    importlib.import_module(name)\n"
+        f"loaded = {{m.split('.')[0] for m in sys.modules}} & set({TRANSPORT!r})\n"
+        "print(json.dumps({'imported': sorted(set(sys.argv[1:]) & set(sys.modules)),"
+        " 'transport': sorted(loaded)}))\n"
+    )
+    assert json.loads(fresh_python(probe, *modules)) == {"imported": modules, "transport": []}
+
+
+def oversized(source: str, name: str) -> list[str]:
+    """Where `source` breaks the size rule: over 300 lines, or a function over 50."""
+    found = []
+    lines = len(source.splitlines())
+    if lines > MAX_FILE_LINES:
+        found.append(f"{name}: {lines} lines")
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            length = (node.end_lineno or node.lineno) - node.lineno + 1
+            if length > MAX_FUNCTION_LINES:
+                found.append(f"{name}:{node.lineno}: {node.name}() is {length} lines")
+    return found
+
+
+def test_no_file_over_300_lines_and_no_function_over_50() -> None:
+    sources = sorted(
+        path for folder in PACKAGE_DIRS.values() for path in (ROOT / folder).rglob("*.py")
+    )
+    assert len(sources) > 30
+    found = [
+        problem
+        for path in sources
+        for problem in oversized(path.read_text(), str(path.relative_to(ROOT)))
+    ]
+    assert found == []
+
+
+def test_the_size_rule_finds_a_long_file_and_long_functions() -> None:
+    body = "    x = 1\n"
+    assert oversized("x = 1\n" * 300, "f.py") == []
+    assert oversized("x = 1\n" * 301, "f.py") == ["f.py: 301 lines"]
+    assert oversized("def f():\n" + body * 49, "f.py") == []
+    assert oversized("def f():\n" + body * 50, "f.py") == ["f.py:1: f() is 51 lines"]
+    method = "class C:\n    async def run(self):\n" + "        x = 1\n" * 50
+    assert oversized(method, "c.py") == ["c.py:2: run() is 51 lines"]
+
+
+def test_the_helpers_beside_the_kit_need_no_pytest() -> None:
+    """The benchmarks import them without pytest; the kit then only lacks its fixture."""
+    probe = (
+        "import sys\n"
+        "sys.modules['pytest'] = None  # as if it were not installed\n"
+        "import ssebench.testing.servers, ssebench.testing.procs, ssebench.testing.calls\n"
+        "import ssebench.testing as kit\n"
+        "print(sorted(name for name in kit.__all__ if not hasattr(kit, name)))\n"
+    )
+    assert fresh_python(probe) == "['ssebench_task']\n"
