@@ -52,7 +52,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     settings = load_settings(SSE_DIFFICULTY=args.difficulty)
     registry = build_registry()
     task = load_task(args.task, registry.checks)
-    mechanism = choose_isolation(args.isolation)
+    mechanism = choose_isolation(args.isolation, quiet=args.quiet)
 
     async def job() -> str:
         async with local_daemon(
@@ -87,7 +87,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
         raise ConfigError("grade needs --task DIR, or --daemon-url URL for a running daemon")
     progress = stderr_progress(args.quiet)
     task = load_task(args.task, registry.checks) if args.task is not None else None
-    mechanism = choose_isolation(args.isolation) if task is not None else None
+    mechanism = choose_isolation(args.isolation, quiet=args.quiet) if task else None
 
     async def job() -> Outcome:
         if task is not None:

@@ -13,16 +13,17 @@ UNCONFINED_WARNING = (
 )
 
 
-def choose_isolation(requested: str) -> Mechanism:
-    """The mechanism `requested` names (auto: the strongest this machine allows), said on stderr;
-    none works here: a one-line error naming what to install."""
+def choose_isolation(requested: str, *, quiet: bool = False) -> Mechanism:
+    """The mechanism `requested` names (auto: the strongest this machine allows), said on stderr
+    (unless `quiet`; the warning that there is none is always said); none works here: a
+    one-line error naming what to install."""
     try:
         mechanism = choose(requested)
     except IsolationError as exc:
         raise ConfigError(str(exc)) from None
     if mechanism.name == NONE:
         print(f"ssebench: warning: {UNCONFINED_WARNING}", file=sys.stderr, flush=True)
-    else:
+    elif not quiet:
         print(f"ssebench: isolation: {mechanism.description}", file=sys.stderr, flush=True)
     protect_self()
     return mechanism

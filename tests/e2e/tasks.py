@@ -41,13 +41,13 @@ run = "echo 'intent: bounds not checked'; exit 1"
 [checks.functional]
 run = "echo 'FAIL: test_roundtrip'; echo 'expected 3, got 4'; exit 1"
 """,
-    # The build hangs while $SSE_TASK_DIR/hang exists: it records its process group and leaves
+    # The build hangs while $SSE_SOURCE_DIR/hang exists: it records its process group and leaves
     # a background child in it, the case a kill must not miss.
     "switch": """
 [checks.build]
 run = '''
-if [ -e "$SSE_TASK_DIR/hang" ]; then
-  echo $$ > "$SSE_TASK_DIR/pgid.tmp" && mv "$SSE_TASK_DIR/pgid.tmp" "$SSE_TASK_DIR/pgid"
+if [ -e "$SSE_SOURCE_DIR/hang" ]; then
+  echo $$ > "$SSE_SOURCE_DIR/pgid.tmp" && mv "$SSE_SOURCE_DIR/pgid.tmp" "$SSE_SOURCE_DIR/pgid"
   sleep 30 & sleep 30
 fi
 echo built
@@ -57,12 +57,12 @@ cases = ["echo poc"]
 [checks.functional]
 run = "echo functional ok"
 """,
-    # Each check appends its start and end to $SSE_TASK_DIR/trace, taking a moment in between.
+    # Each check appends its start and end to $SSE_SOURCE_DIR/trace, taking a moment in between.
     "traced": """
 [checks.build]
-run = 't="$SSE_TASK_DIR/trace"; echo build start >>"$t"; sleep 0.4; echo build end >>"$t"'
+run = 't=trace; echo build start >>"$t"; sleep 0.4; echo build end >>"$t"'
 [checks.functional]
-run = 't="$SSE_TASK_DIR/trace"; echo functional start >>"$t"; sleep 0.4; echo functional end >>"$t"'
+run = 't=trace; echo functional start >>"$t"; sleep 0.4; echo functional end >>"$t"'
 """,
     # A task without PoCs or intent tests: the daemon must answer about them as for any other.
     "bare": """
@@ -80,7 +80,7 @@ def make_task(root: Path, kind: str) -> Path:
 
 def read_pgid(task: Path, limit: float = 30.0) -> int:
     """The process group the hanging "switch" build recorded, once it has started."""
-    path = task / "pgid"
+    path = task / "src" / "pgid"
     deadline = time.monotonic() + limit
     while not path.exists():
         if time.monotonic() > deadline:

@@ -49,12 +49,12 @@ def _given_up(server: Any, give_up: Callable[[Any], Awaitable[float]]) -> float:
     """Run one way of giving up on a hanging call; then the next call must answer normally."""
     task = server.task
     expected = check_text(task, 2, server.env)  # while the flag is absent: the normal answer
-    (task / "pgid").unlink(missing_ok=True)
-    (task / "hang").touch()
+    (task / "src" / "pgid").unlink(missing_ok=True)
+    (task / "src" / "hang").touch()
     try:
         latency = asyncio.run(give_up(server))
     finally:
-        (task / "hang").unlink()
+        (task / "src" / "hang").unlink()
     print(f"\n{give_up.__name__}: process group gone {latency:.3f} s after the call was given up")
 
     assert call(server.url, timeout=30) == expected
@@ -207,7 +207,7 @@ def test_given_up_call_kills_the_group_and_the_next_call_works(
 def test_server_stopped_mid_call_kills_the_group(serve: Any) -> None:
     """SIGTERM to the server (what `ssebench run` sends once the agent ends) stops the case."""
     server = serve("switch", 2)
-    (server.task / "hang").touch()
+    (server.task / "src" / "hang").touch()
 
     async def call() -> None:
         async with fastmcp.Client(server.url) as client:

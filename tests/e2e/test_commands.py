@@ -1,7 +1,7 @@
 """Commands as a user runs them: `serve`, `daemon` and `mcp-config` (start-up refusals, sidecar
 mode), then task commands that misbehave (the fault suite's, marked `faults`).
 
-The misbehaving commands go through one real server: its build runs `$SSE_TASK_DIR/scenario.sh`
+The misbehaving commands go through one real server: its build runs `$SSE_SOURCE_DIR/scenario.sh`
 with a 2 s limit at level 3, and each test writes that script. After each call: the exact
 report, no process of the task alive, and the next call (a plain passing build) answers normally.
 """
@@ -165,7 +165,7 @@ TIMEOUT = 2.0
 GRACE = 1.0  # the runner's: SIGTERM, then SIGKILL this long after
 TASK = f"""
 [checks.build]
-run = 'bash "$SSE_TASK_DIR/scenario.sh"'
+run = 'bash "$SSE_SOURCE_DIR/scenario.sh"'
 timeout = {TIMEOUT}
 """
 
@@ -174,13 +174,13 @@ timeout = {TIMEOUT}
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     tmp = tmp_path_factory.mktemp("commands")
     task = write_task(tmp / "task", TASK)
-    (task / "scenario.sh").write_text("echo built\n")
+    (task / "src" / "scenario.sh").write_text("echo built\n")
     with serving(tmp, task, 3) as started:
         yield started
 
 
 def _scenario(server: Any, script: str) -> tuple[str, float]:
-    (server.task / "scenario.sh").write_text(script)
+    (server.task / "src" / "scenario.sh").write_text(script)
     started = time.monotonic()
     text = call(server.url)
     return text, time.monotonic() - started
@@ -191,7 +191,7 @@ def then_normal(server: Any) -> Iterator[None]:
     """After the test: nothing of the task runs, and a plain build passes as usual."""
     yield
     assert_none_left(server.task)
-    (server.task / "scenario.sh").write_text("echo built\n")
+    (server.task / "src" / "scenario.sh").write_text("echo built\n")
     assert call(server.url) == PASSED_AT_3
     assert "Traceback" not in server.stderr()
 
@@ -265,7 +265,7 @@ def test_one_long_word_is_shown_whole_as_the_spec_says(server: Any, then_normal:
     """
     size = 2_000_000
     before = set(saved_logs(server))
-    (server.task / "scenario.sh").write_text(SINGLE_WORD.format(size=size))
+    (server.task / "src" / "scenario.sh").write_text(SINGLE_WORD.format(size=size))
     transport = StreamableHttpTransport(server.url, max_sse_event_size=None)
     assert asyncio.run(call_async(transport)) == failed_build("x" * size)
     assert set(saved_logs(server)) == before
@@ -281,7 +281,7 @@ def test_one_long_word_is_shown_whole_as_the_spec_says(server: Any, then_normal:
 def test_the_reference_client_can_read_a_long_single_word_report(
     server: Any, then_normal: None
 ) -> None:
-    (server.task / "scenario.sh").write_text(SINGLE_WORD.format(size=2_000_000))
+    (server.task / "src" / "scenario.sh").write_text(SINGLE_WORD.format(size=2_000_000))
     call(server.url)
 
 

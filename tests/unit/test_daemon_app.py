@@ -385,7 +385,7 @@ def test_a_rerun_replaces_the_old_log(tmp_path: Path) -> None:
 
 
 def test_concurrent_runs_are_serialized(tmp_path: Path) -> None:
-    stamp = 'echo "$1 $(date +%s.%N)" >> "$SSE_TASK_DIR/times"'
+    stamp = 'echo "$1 $(date +%s.%N)" >> "$SSE_SOURCE_DIR/times"'
     case = f"stamp() {{ {stamp}; }}; stamp start; sleep 0.3; stamp end"
     text = f"source = \"src\"\n[checks.functional]\ncases = ['{case}', '{case}']\n"
 
@@ -400,7 +400,7 @@ def test_concurrent_runs_are_serialized(tmp_path: Path) -> None:
     started = time.monotonic()
     assert run_app(tmp_path, 2, job, text=text) == [200, 200, 200]
     assert time.monotonic() - started >= 0.9
-    lines = [line.split() for line in (tmp_path / "times").read_text().splitlines()]
+    lines = [line.split() for line in (tmp_path / "src" / "times").read_text().splitlines()]
     assert [word for word, _ in lines] == ["start", "end"] * 3
     stamps = [float(value) for _, value in lines]
     assert stamps == sorted(stamps)
@@ -532,8 +532,8 @@ def real_server(folder: Path, text: str, level: int | None) -> Iterator[str]:
 
 def test_a_client_that_goes_away_mid_run_stops_the_run(tmp_path: Path) -> None:
     slow = (
-        'ps -o pgid= -p $$ > "$SSE_TASK_DIR/pgid"; '
-        'sleep 30 & echo $! > "$SSE_TASK_DIR/children"; sleep 30'
+        'ps -o pgid= -p $$ > "$SSE_SOURCE_DIR/pgid"; '
+        'sleep 30 & echo $! > "$SSE_SOURCE_DIR/children"; sleep 30'
     )
     text = f"source = \"src\"\n[checks.functional]\ncases = ['{slow}', 'echo next']\n"
     with real_server(tmp_path, text, 2) as url, httpx.Client(base_url=url) as client:
@@ -541,8 +541,8 @@ def test_a_client_that_goes_away_mid_run_stops_the_run(tmp_path: Path) -> None:
         with pytest.raises(httpx.ReadTimeout):
             client.post("/v1/checks/functional/cases/0/run", timeout=httpx.Timeout(5, read=1.0))
         gone_at = time.monotonic()
-        pgid = int((tmp_path / "pgid").read_text())
-        assert (tmp_path / "children").read_text().strip()  # the child had started
+        pgid = int((tmp_path / "src" / "pgid").read_text())
+        assert (tmp_path / "src" / "children").read_text().strip()  # the child had started
         while _live_members(pgid):
             assert time.monotonic() - gone_at < 2.0, f"group {pgid} survives the disconnect"
             time.sleep(0.02)
@@ -556,8 +556,8 @@ def test_a_client_that_goes_away_mid_run_stops_the_run(tmp_path: Path) -> None:
 
 
 def test_a_queued_run_whose_client_goes_away_never_starts(tmp_path: Path) -> None:
-    first = 'echo first >> "$SSE_TASK_DIR/ran"; sleep 1.5'
-    second = 'echo second >> "$SSE_TASK_DIR/ran"'
+    first = 'echo first >> "$SSE_SOURCE_DIR/ran"; sleep 1.5'
+    second = 'echo second >> "$SSE_SOURCE_DIR/ran"'
     text = f"source = \"src\"\n[checks.functional]\ncases = ['{first}', '{second}']\n"
     with real_server(tmp_path, text, 2) as url:
 
@@ -573,4 +573,4 @@ def test_a_queued_run_whose_client_goes_away_never_starts(tmp_path: Path) -> Non
 
         assert asyncio.run(main()) == 200
         time.sleep(0.3)
-    assert (tmp_path / "ran").read_text() == "first\n"
+    assert (tmp_path / "src" / "ran").read_text() == "first\n"

@@ -30,11 +30,11 @@ INTERNAL_FAILURE = (
 
 def marked(name: str, command: str) -> str:
     """`command`, after leaving the marker file `ran.<name>` in the task folder."""
-    return f'touch "$SSE_TASK_DIR/ran.{name}"; {command}'
+    return f'touch "$SSE_SOURCE_DIR/ran.{name}"; {command}'
 
 
 def ran(task) -> set[str]:
-    return {path.name.removeprefix("ran.") for path in task.path.glob("ran.*")}
+    return {path.name.removeprefix("ran.") for path in (task.path / "src").glob("ran.*")}
 
 
 # A tree that still contains the vulnerability: it builds and passes the project's own tests,

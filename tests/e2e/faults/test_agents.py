@@ -26,8 +26,9 @@ pytestmark = pytest.mark.timeout(120)
 
 LINES = 20_000
 BUILD = (
-    'tr=$SSE_TASK_DIR/trace; echo start >>"$tr"; '
-    'if [ -e "$SSE_TASK_DIR/hang" ]; then touch "$SSE_TASK_DIR/running"; sleep 30 & sleep 30; fi; '
+    'tr=$SSE_SOURCE_DIR/trace; echo start >>"$tr"; '
+    'if [ -e "$SSE_SOURCE_DIR/hang" ]; then touch "$SSE_SOURCE_DIR/running"; '
+    "sleep 30 & sleep 30; fi; "
     "sleep 0.3; " + TOKEN_BUILD.format(lines=LINES).replace("exit 1", 'echo end >>"$tr"; exit 1')
 )
 TASK = f"""
@@ -61,22 +62,22 @@ def _agent(url: str) -> subprocess.Popen[str]:
 
 def test_two_agents_calling_at_once(server: Any) -> None:
     """Two client processes: the runs do not overlap, and each gets its own run's report."""
-    (server.task / "trace").unlink(missing_ok=True)
+    (server.task / "src" / "trace").unlink(missing_ok=True)
     agents = [_agent(server.url), _agent(server.url)]
     texts = [agent.communicate(timeout=90)[0] for agent in agents]
     assert [agent.returncode for agent in agents] == [0, 0]
     tokens = {check_token_report(text, LINES) for text in texts}
     assert len(tokens) == 2
-    assert (server.task / "trace").read_text().split() == ["start", "end"] * 2
+    assert (server.task / "src" / "trace").read_text().split() == ["start", "end"] * 2
     assert_none_left(server.task)
 
 
 def test_an_agent_killed_mid_call(server: Any) -> None:
     """The run stops, nothing is saved for it, and the next agent's call is its own."""
-    running = server.task / "running"
+    running = server.task / "src" / "running"
     running.unlink(missing_ok=True)
     before = saved_logs(server)
-    (server.task / "hang").touch()
+    (server.task / "src" / "hang").touch()
     agent = _agent(server.url)
     try:
         deadline = time.monotonic() + 30
@@ -86,7 +87,7 @@ def test_an_agent_killed_mid_call(server: Any) -> None:
         os.kill(agent.pid, signal.SIGKILL)
         agent.wait(10)
     finally:
-        (server.task / "hang").unlink()
+        (server.task / "src" / "hang").unlink()
         if agent.poll() is None:
             agent.kill()
     assert_none_left(server.task)

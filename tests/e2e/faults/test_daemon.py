@@ -29,7 +29,7 @@ pytestmark = pytest.mark.timeout(120)
 
 TASK = """
 [checks.build]
-run = 'bash "$SSE_TASK_DIR/scenario.sh"'
+run = 'bash "$SSE_SOURCE_DIR/scenario.sh"'
 timeout = 60
 """
 LINES = 20_000
@@ -57,7 +57,7 @@ class Sidecar:
 def sidecar(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sidecar]:
     tmp = tmp_path_factory.mktemp("sidecar")
     task = write_task(tmp / "task", TASK)
-    (task / "scenario.sh").write_text("echo built\n")
+    (task / "src" / "scenario.sh").write_text("echo built\n")
     (tmp / "spools").mkdir()
     env = clean_env(tmp, TMPDIR=str(tmp / "spools"))
     port = free_port()
@@ -84,7 +84,7 @@ def scenario(sidecar: Sidecar) -> Iterator[Any]:
     """Write the build's script; after the test, nothing runs and a plain build passes."""
 
     def write(script: str) -> None:
-        (sidecar.task / "scenario.sh").write_text(script)
+        (sidecar.task / "src" / "scenario.sh").write_text(script)
 
     yield write
     assert_none_left(sidecar.task)
@@ -113,12 +113,12 @@ def test_daemon_killed_mid_run(sidecar: Sidecar, scenario: Any) -> None:
     """SIGKILL: the call answers the internal-failure text at once, the daemon's guard kills
     the running command's group and removes the dead daemon's spool, and a restarted daemon
     serves the next call."""
-    (sidecar.task / "running").unlink(missing_ok=True)
-    scenario('touch "$SSE_TASK_DIR/running"; sleep 30 & sleep 30\n')
+    (sidecar.task / "src" / "running").unlink(missing_ok=True)
+    scenario('touch "$SSE_SOURCE_DIR/running"; sleep 30 & sleep 30\n')
     logs_before = saved_logs(sidecar.server)
     spools = set(sidecar.spool_root().iterdir())
     thread, answers = _call_in_background(sidecar.server.url)
-    _wait_for(sidecar.task / "running")
+    _wait_for(sidecar.task / "src" / "running")
     killed = time.monotonic()
     sidecar.daemon.send_signal(signal.SIGKILL)
     sidecar.daemon.wait(10)

@@ -28,7 +28,7 @@ LINES = 12_000
 TASK = f"""
 [checks.build]
 run = '''
-if [ -e "$SSE_TASK_DIR/fail" ]; then
+if [ -e "$SSE_SOURCE_DIR/fail" ]; then
   t=$(cat /proc/sys/kernel/random/uuid); echo "run $t"; yes "$t" | head -n {LINES}; exit 1
 fi
 echo built
@@ -43,7 +43,7 @@ def test_200_calls_keep_memory_and_descriptors_flat(tmp_path: Path) -> None:
     server = start_server(
         tmp_path, ["--task", str(task), "--difficulty", "3"], env=clean_env(tmp_path)
     )
-    flag = task / "fail"
+    flag = task / "src" / "fail"
     figures: list[tuple[int, int, int]] = []
 
     async def soak() -> None:
