@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 from ssebench.core.levels import LevelError, parse_level
@@ -38,6 +39,16 @@ def _level_flag(raw: str) -> str:
     except LevelError as exc:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("--difficulty ")) from None
     return raw
+
+
+def _seconds(raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds (got {raw!r})")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -92,6 +103,13 @@ def _serve_flags(cmd: argparse.ArgumentParser) -> None:
         "--daemon-port", type=int, default=3001, help="embedded daemon's port on 127.0.0.1"
     )
     cmd.add_argument("--difficulty", type=_level_flag, help=LEVEL_HELP)
+    cmd.add_argument(
+        "--progress-interval",
+        type=_seconds,
+        metavar="SECONDS",
+        help="longest quiet gap in a call's progress notifications "
+        "(default: SSE_PROGRESS_INTERVAL or 15)",
+    )
     cmd.add_argument(
         "--allow-remote", action="store_true", help="allow a --host that is not loopback"
     )

@@ -56,7 +56,11 @@ def serve_plan(args: argparse.Namespace) -> tuple[Settings, Registry, Task | Non
     """Everything serve checks before it binds: settings, plugins, task, address. One line each."""
     from ssebench.core.daemons.connect import daemon_location
 
-    settings = load_settings(SSE_DIFFICULTY=args.difficulty, SSE_DAEMON_URL=args.daemon_url)
+    settings = load_settings(
+        SSE_DIFFICULTY=args.difficulty,
+        SSE_DAEMON_URL=args.daemon_url,
+        SSE_PROGRESS_INTERVAL=args.progress_interval,
+    )
     registry = build_registry()
     task = None
     if args.task is not None:
@@ -111,6 +115,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             daemon_api=args.daemon_api or "auto",
             daemon_url=settings.daemon_url,
             allowed_hosts=args.allowed_host,
+            progress_interval=settings.progress_interval,
             ready=f"ssebench: serving test_patch at {url} "
             f"(difficulty {settings.difficulty}, {where})",
         )
@@ -132,6 +137,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         *(["--daemon-api", args.daemon_api] if args.daemon_api else []),
         *["--host", args.host, "--port", str(args.port), "--daemon-port", str(args.daemon_port)],
         *(["--allow-remote"] if args.allow_remote else []),
+        *(["--progress-interval", str(args.progress_interval)] if args.progress_interval else []),
         *(arg for name in args.allowed_host for arg in ("--allowed-host", name)),
     ]
     env = dict(os.environ)

@@ -27,6 +27,7 @@ from ssebench.core.daemons.inprocess import attach
 from ssebench.core.orchestrator import Daemon
 from ssebench.core.registry import Registry
 from ssebench.core.server.app import build_server
+from ssebench.core.settings import PROGRESS_INTERVAL
 from ssebench.daemon.app import create_app
 from ssebench.daemon.task import Task
 
@@ -83,6 +84,7 @@ async def serve_test_patch(
     daemon_api: str = "auto",
     daemon_url: str | None = None,
     allowed_hosts: Sequence[str] = (),
+    progress_interval: float = PROGRESS_INTERVAL,
     ready: str = "",
 ) -> None:
     """Serve MCP on sockets[0] and, with a task, our daemon on sockets[1] (loopback); without
@@ -108,7 +110,9 @@ async def serve_test_patch(
             if names := remote.unsupported(registry.checks):
                 print(f"ssebench: warning: {unsupported_warning(names)}", file=sys.stderr)
             daemon = remote
-        mcp = build_server(registry.checks, level, daemon, log_dir)
+        mcp = build_server(
+            registry.checks, level, daemon, log_dir, progress_interval=progress_interval
+        )
         apps.insert(0, create_http_app(mcp, allowed_hosts=allowed_hosts))
         await serve_all(apps, sockets, ready)
 
