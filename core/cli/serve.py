@@ -20,7 +20,11 @@ from ssebench.daemon.task import Task, load_task
 
 PUBLIC_URL = "http://localhost:3000/mcp"
 NAME = "ssebench"
-CODEX_TOOL_TIMEOUT = 3600
+CODEX_TOOL_TIMEOUT = 3600  # a call runs a whole build and test cycle
+# Codex gives a server 10 s to answer initialize and tools/list. serve answers in 1-2 s, and
+# `ssebench run` starts the agent only once it does; a minute covers a loaded machine while a
+# server that is not there is still reported within one.
+CODEX_STARTUP_TIMEOUT = 60
 
 
 def is_loopback(host: str) -> bool:
@@ -158,6 +162,7 @@ def registration(agent: str, url: str = PUBLIC_URL) -> str:
             f"# ~/.codex/config.toml: a test_patch call runs a full build and test cycle\n"
             f"[mcp_servers.{NAME}]\n"
             f'url = "{url}"\n'
+            f"startup_timeout_sec = {CODEX_STARTUP_TIMEOUT}\n"
             f"tool_timeout_sec = {CODEX_TOOL_TIMEOUT}"
         )
     return json.dumps({"mcpServers": {NAME: {"type": "http", "url": url}}}, indent=2)

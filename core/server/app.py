@@ -34,9 +34,13 @@ LEFT_POLL_SECONDS = 0.5
 UNWIND_SECONDS = 5.0
 ANNOTATIONS = ToolAnnotations(
     title="Test the patch",
-    read_only_hint=True,  # it builds in the tree but never changes the agent's source
+    # A build writes its outputs (objects, binaries) into the agent's tree, so not read-only.
+    read_only_hint=False,
+    # It adds or refreshes build outputs; it never deletes or reverts the agent's changes.
     destructive_hint=False,
+    # A second call on the same tree rebuilds the same outputs: no further effect.
     idempotent_hint=True,
+    # It works on this machine's tree through the task's daemon, nothing outside.
     open_world_hint=False,
 )
 

@@ -131,7 +131,13 @@ def test_mcp_config_forms(tmp_path: Path) -> None:
     )
     codex = tomllib.loads(_run(["mcp-config", "codex"], env).stdout)
     assert codex == {
-        "mcp_servers": {"ssebench": {"url": "http://localhost:3000/mcp", "tool_timeout_sec": 3600}}
+        "mcp_servers": {
+            "ssebench": {
+                "url": "http://localhost:3000/mcp",
+                "startup_timeout_sec": 60,
+                "tool_timeout_sec": 3600,
+            }
+        }
     }
     generic = json.loads(_run(["mcp-config", "json"], env).stdout)
     assert generic == {

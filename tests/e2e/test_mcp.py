@@ -49,7 +49,7 @@ def test_tools_list_shows_exactly_test_patch(shared_servers: Any, client: str) -
     assert not tool.input_schema.get("required")
     assert tool.output_schema is None
     hints = tool.annotations
-    assert (hints.read_only_hint, hints.destructive_hint) == (True, False)
+    assert (hints.read_only_hint, hints.destructive_hint) == (False, False)
     assert (hints.idempotent_hint, hints.open_world_hint) == (True, False)
     assert "no arguments" in tool.description
     assert "long time" in tool.description
