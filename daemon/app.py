@@ -14,11 +14,12 @@ import re
 import shutil
 import tempfile
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
@@ -28,6 +29,7 @@ from ssebench.core.check import Check
 from ssebench.core.protocol import API_PREFIX, CheckInfo, CheckList, Health
 from ssebench.core.registry import Registry
 from ssebench.daemon.guard import disown_folder, own_folder
+from ssebench.daemon.hosts import HostGuard
 from ssebench.daemon.runner import RunnerError, run_command
 from ssebench.daemon.task import DEFAULT_TIMEOUT, Task
 
@@ -176,9 +178,15 @@ def spool_lookup(app: Starlette) -> Callable[[str], Path | None]:
 
 
 def create_app(
-    task: Task, registry: Registry, level: int | None, *, spool: Path | None = None
+    task: Task,
+    registry: Registry,
+    level: int | None,
+    *,
+    spool: Path | None = None,
+    allowed_hosts: Sequence[str] = (),
 ) -> Starlette:
-    """`level` None is the evaluator's daemon: every check the task has runs."""
+    """`level` None is the evaluator's daemon: every check the task has runs. Requests naming
+    another site are refused (daemon/hosts.py); `allowed_hosts` adds names to this daemon's."""
     owned = spool is None
     spool_dir = Path(tempfile.mkdtemp(prefix="ssebench-logs-")) if owned else spool
     assert spool_dir is not None
@@ -210,6 +218,11 @@ def create_app(
         404: lambda request, exc: _error(404, "no such route"),
         405: lambda request, exc: _error(405, "method not allowed"),
     }
-    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers=handlers)
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers=handlers,
+        middleware=[Middleware(HostGuard, allowed_hosts=allowed_hosts)],
+    )
     app.state.daemon = daemon
     return app

@@ -44,7 +44,10 @@ def find_task_file(task: Path) -> Path:
 
 
 def load_task(task: Path, checks: tuple[Check, ...] | list[Check]) -> Task:
-    path = find_task_file(task).resolve()
+    try:
+        path = find_task_file(task).resolve()
+    except OSError as exc:  # a name too long for the file system, say
+        raise ConfigError(f"--task: {_path_error(task, exc)}") from None
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -53,6 +56,8 @@ def load_task(task: Path, checks: tuple[Check, ...] | list[Check]) -> Task:
         raise ConfigError(f"{path}: cannot read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise ConfigError(f"{path}: not valid TOML: arrays or tables nested too deeply") from None
 
     def fail(key: str, problem: str) -> ConfigError:
         return ConfigError(f"{path}: {key}: {problem}")
@@ -63,8 +68,14 @@ def load_task(task: Path, checks: tuple[Check, ...] | list[Check]) -> Task:
     raw_source = data.get("source")
     if not isinstance(raw_source, str) or not raw_source:
         raise fail("source", "must be the path of the source tree")
-    source = (path.parent / raw_source).resolve()
-    if not source.is_dir():
+    if "\0" in raw_source:
+        raise fail("source", "must not contain a NUL character")
+    try:
+        source = (path.parent / raw_source).resolve()
+        is_dir = source.is_dir()
+    except OSError as exc:
+        raise fail("source", _path_error(raw_source, exc)) from None
+    if not is_dir:
         raise fail("source", f"{source} is not a directory")
     tables = data.get("checks", {})
     if not isinstance(tables, dict):
@@ -79,6 +90,13 @@ def load_task(task: Path, checks: tuple[Check, ...] | list[Check]) -> Task:
             raise fail(f"checks.{key}", "must be a table")
         loaded[key] = _load_table(check, table, lambda k, p, key=key: fail(f"checks.{key}.{k}", p))
     return Task(path=path, source=source, checks=loaded)
+
+
+def _path_error(path: Path | str, exc: OSError) -> str:
+    """One short line: a path the file system refuses may be thousands of characters long."""
+    text = str(path)
+    shown = text if len(text) <= 80 else f"{text[:40]}...({len(text)} characters)"
+    return f"{shown}: {exc.strerror or exc}"
 
 
 def _load_table(check: Check, table: dict[str, Any], fail: Any) -> TaskCheck:
@@ -98,6 +116,8 @@ def _load_table(check: Check, table: dict[str, Any], fail: Any) -> TaskCheck:
             raise fail(where, "must be a list of commands")
     if not all(isinstance(case, str) and case.strip() for case in cases):
         raise fail(where, "every command must be a non-empty string")
+    if any("\0" in case for case in cases):
+        raise fail(where, "a command must not contain a NUL character (bash cannot run it)")
     timeout = table.get("timeout", DEFAULT_TIMEOUT)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float):
         raise fail("timeout", f"must be a number of seconds (got {timeout!r})")

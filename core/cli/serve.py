@@ -38,21 +38,41 @@ def url_host(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
+def check_address(host: str, allow_remote: bool) -> None:
+    """Loopback unless the user says otherwise: refused before anything else happens."""
+    if not is_loopback(host) and not allow_remote:
+        raise ConfigError(
+            f"--host {host} is not a loopback address; pass --allow-remote to be reachable "
+            "from other machines"
+        )
+
+
+def warn_remote(host: str, what: str) -> None:
+    if not is_loopback(host):
+        print(
+            f"ssebench: warning: {what} on {host}, reachable from other machines; the Host and "
+            "Origin checks stay on (--allowed-host adds names)",
+            file=sys.stderr,
+        )
+
+
 def cmd_daemon(args: argparse.Namespace) -> int:
-    import uvicorn
-
-    from ssebench.daemon.app import create_app
-
     settings = load_settings(SSE_DIFFICULTY=args.difficulty)
     registry = build_registry()
     task = load_task(args.task, registry.checks)
-    app = create_app(task, registry, settings.difficulty)
-    print(
-        f"ssebench: daemon for {task.path} at http://{args.host}:{args.port} "
-        f"(difficulty {settings.difficulty})",
-        file=sys.stderr,
+    check_address(args.host, args.allow_remote)
+    with loading():
+        from ssebench.core.server.listen import bind_all, serve_all
+        from ssebench.daemon.app import create_app
+
+    sockets = bind_all([(args.host, args.port)])  # a port in use: one line, nothing announced
+    warn_remote(args.host, "serving the daemon (it runs the task's checks and serves their logs)")
+    app = create_app(task, registry, settings.difficulty, allowed_hosts=args.allowed_host)
+    ready = (
+        f"ssebench: daemon for {task.path} at http://{url_host(args.host)}:{args.port} "
+        f"(difficulty {settings.difficulty})"
     )
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    asyncio.run(serve_all([app], sockets, ready))
     return EXIT_OK
 
 
@@ -78,11 +98,11 @@ def serve_plan(args: argparse.Namespace) -> tuple[Settings, Registry, Task | Non
         )
     elif settings.daemon_url and not settings.daemon_url.startswith(("http://", "https://")):
         raise ConfigError(f"SSE_DAEMON_URL must be an http:// URL (got {settings.daemon_url!r})")
-    if not is_loopback(args.host) and not args.allow_remote:
+    if task is not None and args.port == args.daemon_port:
         raise ConfigError(
-            f"--host {args.host} is not a loopback address; pass --allow-remote to expose "
-            "test_patch beyond this machine"
+            f"--port and --daemon-port are both {args.port}; the embedded daemon needs its own"
         )
+    check_address(args.host, args.allow_remote)
     return settings, registry, task
 
 
@@ -90,25 +110,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings, registry, task = serve_plan(args)  # refused before the server's imports
     with loading():
         from ssebench.core.server import http
+        from ssebench.core.server.listen import bind_all
 
     logging.getLogger("ssebench").setLevel(logging.INFO)
-    if not is_loopback(args.host):
-        print(
-            f"ssebench: warning: serving test_patch on {args.host}, reachable from other "
-            "machines; the Host and Origin checks stay on (--allowed-host adds names)",
-            file=sys.stderr,
-        )
+    listen = [(args.host, args.port)] + ([("127.0.0.1", args.daemon_port)] if task else [])
+    sockets = bind_all(listen)
+    warn_remote(args.host, "serving test_patch")
     where = f"task {task.path}" if task is not None else "sidecar mode"
     url = f"http://{url_host(args.host)}:{args.port}{http.MCP_PATH}"
-    listen = [(args.host, args.port)] + ([("127.0.0.1", args.daemon_port)] if task else [])
-    sockets = []
-    for host, port in listen:
-        try:
-            sockets.append(http.bind(host, port))
-        except OSError as exc:
-            for sock in sockets:
-                sock.close()
-            raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
     asyncio.run(
         http.serve_test_patch(
             registry=registry,
