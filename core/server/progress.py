@@ -1,9 +1,9 @@
-"""One test_patch call's MCP progress: the orchestrator's steps, a heartbeat whenever the call
-has been quiet for an interval (a case running, a wait for another call), and a last
-notification that reaches the total.
+"""One test_patch call's MCP progress: its steps, heartbeats when quiet, a last at the total.
 
-Agents' clients give up on a quiet call (Claude Code after 300 s without a notification), so
-the server owns a clock; the orchestrator only says what happens.
+The orchestrator's steps are sent as they come; a heartbeat whenever the call has been quiet
+for an interval (a case running, a wait for another call); and a last notification whose
+progress is the total. Agents' clients give up on a quiet call (Claude Code after 300 s
+without a notification), so the server owns a clock; the orchestrator only says what happens.
 
 Values: MCP wants them to increase with every notification. A step that finishes a case sends
 the number of cases done; every other notification adds to it the next term of 1/2, 2/3,

@@ -8,11 +8,11 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-import fastmcp
-import mcp
 import pytest
 
 from ssebench.core.logs import BYTE_LIMIT
+
+from .test_progress import call  # either reference client, as an agent's
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -41,17 +41,6 @@ def last_lines_within(lines: list[str], limit: int) -> str:
     return ""
 
 
-async def _call(client: str, url: str) -> str:
-    if client == "fastmcp":
-        async with fastmcp.Client(url) as session:
-            result = await session.call_tool_mcp("test_patch", {})
-    else:
-        async with mcp.Client(url) as session:
-            result = await session.call_tool("test_patch", {})
-    assert [block.type for block in result.content] == ["text"]
-    return str(result.content[0].text)
-
-
 @pytest.mark.parametrize("client", ["mcp-sdk", "fastmcp"])
 def test_a_large_few_word_log_reaches_the_client_cut_and_saved(
     tmp_path: Path, serve: Any, client: str
@@ -60,7 +49,7 @@ def test_a_large_few_word_log_reaches_the_client_cut_and_saved(
     (task / "src").mkdir(parents=True)
     (task / "task.toml").write_text(f'source = "src"\n{BUILD}')
     server = serve(args=["--task", str(task), "--difficulty", "3"])
-    text = asyncio.run(_call(client, server.url))
+    text = asyncio.run(call(client, server.url, []))
     lines = expected_log()
     log = "\n".join(lines) + "\n"
     assert len(log.split()) == 9_090 and len(log.encode()) > 1024 * 1024  # few words, over 1 MiB

@@ -9,13 +9,11 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 
-from .conftest import clean_env, free_port, port_is_free
+from .conftest import Server, clean_env, free_port, port_is_free, wait_healthy
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -123,16 +121,20 @@ def _git_status() -> str:
 
 
 @pytest.mark.parametrize("stop", ["TERM to the script", "Ctrl-C"])
-def test_serve_example_removes_its_scratch_copy(venv_env: dict[str, str], stop: str) -> None:
+def test_serve_example_removes_its_scratch_copy(
+    venv_env: dict[str, str], tmp_path: Path, stop: str
+) -> None:
     port, daemon_port = free_port(), free_port()
     ports = ["--port", str(port), "--daemon-port", str(daemon_port)]
-    proc = subprocess.Popen(
-        ["bash", "scripts/serve-example.sh", *ports],
-        cwd=ROOT, env=venv_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        start_new_session=True,  # its own process group, as a terminal gives it
-    )  # fmt: skip
+    log = tmp_path / "serve-example.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            ["bash", "scripts/serve-example.sh", *ports],
+            cwd=ROOT, env=venv_env, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group, as a terminal gives it
+        )  # fmt: skip
     try:
-        _wait_healthy(port, proc)
+        wait_healthy(Server(proc, port, daemon_port, log), limit=60)
         made = os.listdir(venv_env["TMPDIR"])  # the scratch copy, and the daemon's spool
         assert [name for name in made if name.startswith("ssebench-example-")], made
         if stop == "Ctrl-C":
@@ -146,16 +148,3 @@ def test_serve_example_removes_its_scratch_copy(venv_env: dict[str, str], stop: 
             proc.wait()
     assert os.listdir(venv_env["TMPDIR"]) == []
     assert port_is_free(port) and port_is_free(daemon_port)
-
-
-def _wait_healthy(port: int, proc: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.05)
-    pytest.fail("serve-example.sh did not serve within 60 s")
