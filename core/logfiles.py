@@ -1,8 +1,8 @@
 """Long logs that lie on this machine's disk: the daemon runs in our process.
 
-The bytes need not pass through Python: the head is decoded only until it holds more than
-WORD_LIMIT words, a longer log is saved by the kernel (hard link or copy), and only its end
-is read for the tail.
+The bytes need not pass through Python: the head is decoded only until the log is known to be
+long (more than WORD_LIMIT words or BYTE_LIMIT bytes), a long log is saved by the kernel (hard
+link or copy), and only its end is read for the tail.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import BinaryIO
 
 from ssebench.core.logs import (
     BREAKS,
+    BYTE_LIMIT,
     LINE_LIMIT,
     WORD,
     WORD_LIMIT,
@@ -69,8 +70,10 @@ def _tail_of(log: _Joined) -> str:
     A span decoded from a cut inside the log starts after any UTF-8 continuation bytes, where
     the whole log's decoding is at a character boundary too, so the texts agree from there on.
     The span settles the tail once it holds the 100th line break from the end (the line start
-    is then exact, and words are only counted after it) or more than WORD_LIMIT words (the word
-    start is exact and lies after any line start outside the span), as in _tail_start.
+    is then exact, and words are only counted after it), more than WORD_LIMIT words (the word
+    start is exact and lies after any line start outside the span), as in _tail_start, or more
+    than BYTE_LIMIT bytes (the tail is then cut inside the span, after the span's first
+    character, whatever the span's own line and word starts say).
     """
     span = _TAIL_SPAN
     while True:
@@ -83,7 +86,8 @@ def _tail_of(log: _Joined) -> str:
             data = data[skip:]
         body = data.decode("utf-8", errors="replace").rstrip(BREAKS)
         words = sum(1 for _ in islice(WORD.finditer(body), WORD_LIMIT + 1))
-        if not start or nth_newline_from_end(body, LINE_LIMIT) >= 0 or words > WORD_LIMIT:
+        settled = nth_newline_from_end(body, LINE_LIMIT) >= 0 or words > WORD_LIMIT
+        if not start or settled or len(body.encode()) > BYTE_LIMIT:
             return tail(body)
         span *= 4
 
@@ -160,9 +164,9 @@ def view_log_files(
 ) -> LogView:
     """view_log for logs on this machine's disk, concatenated: the daemon runs in our process.
 
-    The bytes need not pass through Python: the head is decoded only until it holds more than
-    WORD_LIMIT words, a longer log is copied by the kernel, and only its end is read for the
-    tail. It blocks, so run it in a thread; setting `stop` ends it early (raising) with no file
+    The bytes need not pass through Python: the head is decoded only until the log is known to
+    be long, a long log is copied by the kernel, and only its end is read for the tail. It
+    blocks, so run it in a thread; setting `stop` ends it early (raising) with no file
     left. It closes the files it is given, whatever happens.
     """
     try:
@@ -176,7 +180,10 @@ def view_log_files(
             acc.feed(chunk)
             offset += len(chunk)
         if not acc.truncated:
-            return acc.finish()
+            view = acc.finish()
+            if not view.truncated:
+                return view
+            # The decoder's last flush (a cut character at the very end) made it long.
         text = _tail_of(log)
         saved = _save_copy(log, log_dir, stop)
         if saved is not None and stop is not None and stop.is_set():

@@ -1,10 +1,10 @@
 """Long logs: the spec's tail rule, with the full log saved where the agent can read it.
 
-A failing check's log ends the report the agent reads. A log of at most WORD_LIMIT words is
-shown whole; a longer one is shown as its tail (the last LINE_LIMIT lines or the last
-WORD_LIMIT words, whichever is shorter) and saved byte for byte so the agent can read the rest.
-Logs arrive as chunks and may be far larger than memory, so decoded text is kept only as a
-rolling window that still holds the final tail.
+A failing check's log ends the report the agent reads. A log of at most WORD_LIMIT words and
+BYTE_LIMIT bytes is shown whole; a longer one is shown as its tail (the last LINE_LIMIT lines or
+the last WORD_LIMIT words, whichever is shorter, then cut to its last BYTE_LIMIT bytes) and
+saved byte for byte so the agent can read the rest. Logs arrive as chunks and may be far larger
+than memory, so decoded text is kept only as a rolling window that still holds the final tail.
 """
 
 from __future__ import annotations
@@ -21,9 +21,15 @@ from typing import BinaryIO
 
 WORD_LIMIT = 10_000
 LINE_LIMIT = 100
+# Our decision beyond the spec's words and lines: MCP's reference clients refuse a server-sent
+# event over 1 MiB, so a log over this many UTF-8 bytes is long even with few words, and the
+# shown tail never exceeds it. The rest of a report (headline, check lines, note, saved path)
+# is a few KiB, so a whole report stays far below 1 MiB.
+BYTE_LIMIT = 256 * 1024
 
 BREAKS = "\r\n"  # only these are dropped from the end of a log
 WORD = re.compile(r"\S+")  # re's \s is exactly str.isspace(), so these are str.split()'s words
+_WORD_START = re.compile(r"(?<=\s)\S")  # a word's first character (search(pos) looks behind pos)
 _MIN_WINDOW = 1 << 20  # decoded chars held before the first trim of a long log
 
 
@@ -32,7 +38,7 @@ class LogView:
     """What the report shows of one log."""
 
     text: str  # whole log, or its tail; trailing line breaks dropped
-    truncated: bool  # True when the log had more than WORD_LIMIT words
+    truncated: bool  # True when the log is long: over WORD_LIMIT words or BYTE_LIMIT bytes
     saved_path: Path | None  # the saved full log; None when short, or truncated and not saved
 
 
@@ -65,21 +71,51 @@ def _tail_start(text: str) -> int:
         span *= 4
 
 
-def tail(text: str) -> str:
-    """The spec's tail of an already decoded, already stripped log.
+def fitting_start(text: str) -> int:
+    """Index of the first character from which `text` takes at most BYTE_LIMIT UTF-8 bytes.
 
-    Pure suffix rule; it does not check WORD_LIMIT (view_log decides whether to truncate).
+    Only the last BYTE_LIMIT + 1 characters are encoded: each takes at least one byte.
     """
-    return text[_tail_start(text) :]
+    head = max(0, len(text) - BYTE_LIMIT - 1)
+    data = text[head:].encode()
+    if len(data) <= BYTE_LIMIT:
+        return head  # 0: a longer text's last BYTE_LIMIT + 1 characters never fit
+    cut = len(data) - BYTE_LIMIT
+    while data[cut] & 0xC0 == 0x80:  # a UTF-8 continuation byte: not a character's start
+        cut += 1
+    return len(text) - len(data[cut:].decode())
+
+
+def _cut_to_bytes(text: str) -> int:
+    """Where a text over BYTE_LIMIT bytes is cut: the first line start that fits, else the
+    first word start, else the first character; 0 when the whole text fits."""
+    start = fitting_start(text)
+    if start == 0:
+        return 0
+    line = text.find("\n", start - 1) + 1
+    if 0 < line < len(text):
+        return line
+    word = _WORD_START.search(text, start)
+    return word.start() if word else start
+
+
+def tail(text: str) -> str:
+    """The tail of an already decoded, already stripped long log: the spec's last lines or
+    last words, whichever is shorter, then no more than its last BYTE_LIMIT bytes.
+
+    Pure suffix rule; it does not decide whether the log is long (view_log does).
+    """
+    shown = text[_tail_start(text) :]
+    return shown[_cut_to_bytes(shown) :]
 
 
 class LogAccumulator:
     """The streaming state of view_log, and of view_log_files while it reads a log's head.
 
     It writes the raw bytes to the save file as they come (only the end tells whether the file
-    is needed), counts words across chunk boundaries, and keeps a window of decoded text. The
-    window is the whole text while the count is at most WORD_LIMIT; after that it is a suffix
-    starting at or before the final tail's start, at a line or word start (plus the kept end
+    is needed), counts words across chunk boundaries and the UTF-8 bytes of the decoded text,
+    and keeps a window of decoded text. The window is the whole text while the log is short;
+    after that it is a suffix starting at or before the final tail's start (plus the kept end
     of a trailing run of line breaks, see _trim). File writes are synchronous: a 64 KiB write
     lands in the page cache, and a thread hop per chunk would cost more than it saves.
     """
@@ -92,15 +128,19 @@ class LogAccumulator:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._pieces: list[str] = []
         self._size = 0
-        self._words = 0  # exact up to WORD_LIMIT + 1; past that only "too many" matters
+        # Counted while the log is short; once it is long only that matters.
+        self._words = 0
         self._in_word = False  # the text so far ends inside a word
+        self._bytes = 0  # UTF-8 bytes of the decoded text
+        self._breaks = 0  # line breaks at its end, which the report drops (one byte each)
         self._min_window = min_window
         self._trim_at = min_window
 
     @property
     def truncated(self) -> bool:
-        """More than WORD_LIMIT words so far: only the tail will be shown."""
-        return self._words > WORD_LIMIT
+        """Long so far (more than WORD_LIMIT words or BYTE_LIMIT bytes): only the tail will be
+        shown. More text never makes a long log short again."""
+        return self._words > WORD_LIMIT or self._bytes - self._breaks > BYTE_LIMIT
 
     def feed(self, chunk: bytes) -> None:
         """Take the next chunk of the log."""
@@ -112,7 +152,7 @@ class LogAccumulator:
         """End of log: flush the decoder, apply the rule, keep the file only if truncated."""
         self._take(self._decoder.decode(b"", final=True))
         text = "".join(self._pieces).rstrip(BREAKS)
-        if self._words <= WORD_LIMIT:
+        if not self.truncated:
             self._discard_file()
             return LogView(text=text, truncated=False, saved_path=None)
         saved = self._keep_file()
@@ -160,30 +200,40 @@ class LogAccumulator:
     def _take(self, text: str) -> None:
         if not text:
             return
-        if self._words <= WORD_LIMIT:
-            n = len(text.split())
-            if self._in_word and not text[0].isspace():
-                n -= 1  # this word began in the previous chunk and was counted there
-            self._words += n
-            self._in_word = not text[-1].isspace()
+        if not self.truncated:
+            self._count(text)
         self._pieces.append(text)
         self._size += len(text)
-        if self._words > WORD_LIMIT and self._size > self._trim_at:
+        if self.truncated and self._size > self._trim_at:
             self._trim()
 
-    def _trim(self) -> None:
-        """Cut the window's front at the tail start of the text so far.
+    def _count(self, text: str) -> None:
+        n = len(text.split())
+        if self._in_word and not text[0].isspace():
+            n -= 1  # this word began in the previous chunk and was counted there
+        self._words += n
+        self._in_word = not text[-1].isspace()
+        self._bytes += len(text.encode())
+        body = len(text.rstrip(BREAKS))
+        self._breaks = len(text) - body + (self._breaks if body == 0 else 0)
 
-        Later text only moves the line start and the word start forward, so nothing before
-        it can be in the final tail. A trailing run of line breaks is either dropped at the
-        end (nothing follows) or pushes the line start past all but its last LINE_LIMIT
-        newlines, so only those are kept. The next trim waits until the window doubles,
-        keeping the work linear in the log's size.
+    def _trim(self) -> None:
+        """Cut the window's front at the tail start of the text so far, or just before the
+        first character of its last BYTE_LIMIT bytes if that is later.
+
+        Later text only moves the line start, the word start and the first fitting character
+        forward, so nothing before them can be in the final tail. The one character kept
+        before the fitting one is what tells whether the final cut starts a line or a word;
+        the window's text from there never fits, so that character is never shown. A trailing
+        run of line breaks is either dropped at the end (nothing follows) or pushes the line
+        start past all but its last LINE_LIMIT newlines, so only those are kept. The next trim
+        waits until the window doubles, keeping the work linear in the log's size.
         """
         window = "".join(self._pieces)
         body = window.rstrip(BREAKS)
         run = window[len(body) :]
-        kept = body[_tail_start(body) :] + run[nth_newline_from_end(run, LINE_LIMIT + 1) + 1 :]
+        start = max(_tail_start(body), fitting_start(body) - 1)
+        kept = body[start:] + run[nth_newline_from_end(run, LINE_LIMIT + 1) + 1 :]
         self._pieces = [kept]
         self._size = len(kept)
         self._trim_at = max(self._min_window, 2 * self._size)

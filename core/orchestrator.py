@@ -21,6 +21,7 @@ from ssebench.core.report import internal_failure, render
 
 # progress(done, total, message): cases finished so far of all the cases the call will run.
 Progress = Callable[[float, float, str], Awaitable[None]]
+STARTED = "started"  # the last word of a message that starts a case, which then runs
 
 
 class Daemon(Protocol):
@@ -87,11 +88,11 @@ async def run_checks(
 
 
 async def _run_check(check: Check, count: int, daemon: Daemon, counter: _Counter) -> CheckOutcome:
-    await counter.say(f"{check.name}: started")
+    await counter.say(f"{check.name}: {STARTED}")
     cases: list[CaseRun] = []
     for index in range(count):
         if count > 1:
-            await counter.say(f"{check.name}: case {index + 1} of {count} started")
+            await counter.say(f"{check.name}: case {index + 1} of {count} {STARTED}")
         case = await daemon.run_case(check, index)
         cases.append(case)
         counter.done += 1

@@ -20,6 +20,11 @@ DAEMON_API_HELP = (
 )
 
 
+# Seconds a call may stay quiet before the server sends a heartbeat: under DESIGN.md's 20 s
+# with room for a loaded machine, and far under Claude Code's 300 s.
+PROGRESS_INTERVAL = 15.0
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
 
@@ -29,6 +34,12 @@ class Settings(BaseSettings):
     )
     log_dir: Path = Field(default=Path("/tmp/mcp/logs"), validation_alias="MCP_LOG_DIR")
     daemon_url: str | None = Field(default=None, validation_alias="SSE_DAEMON_URL")
+    progress_interval: float = Field(
+        default=PROGRESS_INTERVAL,
+        gt=0,
+        allow_inf_nan=False,
+        validation_alias="SSE_PROGRESS_INTERVAL",
+    )
 
     @field_validator("difficulty", mode="before")
     @classmethod

@@ -13,11 +13,12 @@ import re
 import shutil
 import tempfile
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
@@ -28,6 +29,7 @@ from ssebench.core.protocol import API_PREFIX, CheckInfo, CheckList, Health
 from ssebench.core.registry import Registry
 from ssebench.daemon.cases import Cases
 from ssebench.daemon.guard import disown_folder, own_folder
+from ssebench.daemon.hosts import HostGuard
 from ssebench.daemon.isolation import Mechanism
 from ssebench.daemon.runner import LOG_LIMIT, RunnerError
 from ssebench.daemon.task import DEFAULT_TIMEOUT, Task
@@ -42,6 +44,12 @@ _ANY_METHOD = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 
 def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
+
+
+_HANDLERS = {
+    404: lambda request, exc: _error(404, "no such route"),
+    405: lambda request, exc: _error(405, "method not allowed"),
+}
 
 
 class Daemon:
@@ -147,6 +155,17 @@ class Daemon:
             return self._withheld(check)
         return _error(404, "no such route")
 
+    def routes(self) -> list[Route]:
+        under = f"{API_PREFIX}/checks/{{key}}"
+        return [
+            Route(f"{API_PREFIX}/health", self.health),
+            Route(f"{API_PREFIX}/checks", self.checks),
+            Route(f"{under}/cases/{{index}}/run", self.run_case, methods=["POST"]),
+            Route(under, self.other, methods=_ANY_METHOD),
+            Route(f"{under}/{{rest:path}}", self.other, methods=_ANY_METHOD),
+            Route(f"{API_PREFIX}/logs/{{log_id}}", self.log),
+        ]
+
     def log_path(self, log_id: str) -> Path | None:
         """Where a log is spooled: for the route, and for a server in this same process, which
         then reads it from disk instead of over HTTP (HttpDaemon's `local_logs`)."""
@@ -179,12 +198,14 @@ def create_app(
     mechanism: Mechanism | None = None,
     log_dir: Path | None = None,
     log_limit: int = LOG_LIMIT,
+    allowed_hosts: Sequence[str] = (),
 ) -> Starlette:
     """`level` None is the evaluator's daemon: every check the task has runs.
 
     Cases run confined by `mechanism` (None: unconfined) and may not read the spool, nor
-    `log_dir`, where the server saves long logs. The app's lifespan ends its cases' supervisor
-    and removes the spool it made.
+    `log_dir`, where the server saves long logs. Requests naming another site are refused
+    (daemon/hosts.py); `allowed_hosts` adds names to this daemon's. The app's lifespan ends its
+    cases' supervisor and removes the spool it made.
     """
     owned = spool is None
     spool_dir = Path(tempfile.mkdtemp(prefix="ssebench-logs-")) if spool is None else spool
@@ -205,20 +226,11 @@ def create_app(
                 shutil.rmtree(spool_dir, ignore_errors=True)
                 disown_folder(spool_dir)
 
-    routes = [
-        Route(f"{API_PREFIX}/health", daemon.health),
-        Route(f"{API_PREFIX}/checks", daemon.checks),
-        Route(
-            f"{API_PREFIX}/checks/{{key}}/cases/{{index}}/run", daemon.run_case, methods=["POST"]
-        ),
-        Route(f"{API_PREFIX}/checks/{{key}}", daemon.other, methods=_ANY_METHOD),
-        Route(f"{API_PREFIX}/checks/{{key}}/{{rest:path}}", daemon.other, methods=_ANY_METHOD),
-        Route(f"{API_PREFIX}/logs/{{log_id}}", daemon.log),
-    ]
-    handlers = {
-        404: lambda request, exc: _error(404, "no such route"),
-        405: lambda request, exc: _error(405, "method not allowed"),
-    }
-    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers=handlers)
+    app = Starlette(
+        routes=daemon.routes(),
+        lifespan=lifespan,
+        exception_handlers=_HANDLERS,
+        middleware=[Middleware(HostGuard, allowed_hosts=allowed_hosts)],
+    )
     app.state.daemon = daemon
     return app

@@ -69,10 +69,33 @@ def _read(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: cannot read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise ConfigError(f"{path}: not valid TOML: arrays or tables nested too deeply") from None
+
+
+def _path_error(path: Path | str, exc: OSError) -> str:
+    """One short line: a path the file system refuses may be thousands of characters long."""
+    text = str(path)
+    shown = text if len(text) <= 80 else f"{text[:40]}...({len(text)} characters)"
+    return f"{shown}: {exc.strerror or exc}"
+
+
+def _resolve(folder: Path, raw: str, fail: Callable[[str], ConfigError]) -> tuple[Path, bool]:
+    """`raw` from `folder`, resolved, and whether it exists; one line when the system refuses."""
+    if "\0" in raw:
+        raise fail("must not contain a NUL character")
+    try:
+        resolved = (folder / raw).resolve()
+        return resolved, resolved.exists()
+    except OSError as exc:  # a name too long for the file system, say
+        raise fail(_path_error(raw, exc)) from None
 
 
 def load_task(task: Path, checks: tuple[Check, ...] | list[Check]) -> Task:
-    path = find_task_file(task).resolve()
+    try:
+        path = find_task_file(task).resolve()
+    except OSError as exc:
+        raise ConfigError(f"--task: {_path_error(task, exc)}") from None
     data = _read(path)
 
     def fail(key: str, problem: str) -> ConfigError:
@@ -111,7 +134,7 @@ def _within(fail: Fail, prefix: str) -> Fail:
 def _source(path: Path, raw: object, fail: Fail) -> Path:
     if not isinstance(raw, str) or not raw:
         raise fail("source", "must be the path of the source tree")
-    source = (path.parent / raw).resolve()
+    source, _ = _resolve(path.parent, raw, lambda problem: fail("source", problem))
     if not source.is_dir():
         raise fail("source", f"{source} is not a directory")
     if path.parent == source or source in path.parents:
@@ -127,10 +150,10 @@ def _files(raw: object, path: Path, fail: Callable[[str], ConfigError]) -> tuple
         raise fail("must be a list of paths (relative to the task folder, or absolute)")
     found = []
     for item in raw:
-        resolved = (path.parent / item).resolve()
+        resolved, exists = _resolve(path.parent, item, fail)
         if resolved == path or resolved == path.parent or resolved in path.parents:
             raise fail(f"{item}: the task folder and task.toml are never readable by a case")
-        if not resolved.exists():
+        if not exists:
             raise fail(f"{item}: no such file or folder ({resolved})")
         found.append(resolved)
     return tuple(found)
@@ -142,6 +165,8 @@ def _env(raw: object, fail: Fail) -> dict[str, str]:
     for name, value in raw.items():
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) or not isinstance(value, str):
             raise fail(f"env.{name}", "must be a variable name with a string value")
+        if "\0" in value:
+            raise fail(f"env.{name}", "must not contain a NUL character")
         if name.startswith("SSE_"):
             raise fail(f"env.{name}", "SSE_ variables are ssebench's own")
     return dict(raw)
@@ -198,4 +223,6 @@ def _cases(table: dict[str, Any], fail: Fail) -> list[str]:
         raise fail(where, "must be a list of commands")
     if not all(isinstance(case, str) and case.strip() for case in cases):
         raise fail(where, "every command must be a non-empty string")
+    if any("\0" in case for case in cases):
+        raise fail(where, "a command must not contain a NUL character (bash cannot run it)")
     return cases

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from ssebench.core.cli.parser import EXIT_OK, EXIT_USAGE, build_parser
 from ssebench.core.cli.startup import skip_httpx_cli
 from ssebench.core.errors import ConfigError
+from ssebench.core.settings import load_settings
 
 
 class _LevelPrefix(logging.Formatter):
@@ -34,14 +35,29 @@ def _commands() -> dict[str, Callable[[argparse.Namespace], int]]:
     }
 
 
+def _check_settings(args: argparse.Namespace) -> None:
+    """Every command refuses a bad setting the same way, at start, whether it reads it or not;
+    a flag that overrides its variable is checked instead of the variable."""
+    load_settings(
+        SSE_DIFFICULTY=getattr(args, "difficulty", None),
+        SSE_DAEMON_URL=getattr(args, "daemon_url", None),
+        SSE_PROGRESS_INTERVAL=getattr(args, "progress_interval", None),
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     skip_httpx_cli()
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        sys.exit(EXIT_USAGE)
     # Causes of internal failures go to our stderr, never to the agent; library chatter stays out.
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_LevelPrefix())
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
     try:
+        _check_settings(args)
         code = _commands()[args.command](args)
     except ConfigError as exc:
         print(f"ssebench: error: {exc}", file=sys.stderr)

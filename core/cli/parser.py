@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import math
+from importlib.metadata import version
 from pathlib import Path
 
 from ssebench.core.levels import LevelError, parse_level
@@ -41,9 +43,27 @@ def _level_flag(raw: str) -> str:
     return raw
 
 
+def _seconds(raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds (got {raw!r})")
+    return value
+
+
+def _port(raw: str) -> int:
+    if not (raw.isascii() and raw.isdigit() and 1 <= int(raw) <= 65535):
+        raise argparse.ArgumentTypeError(f"must be a port number from 1 to 65535 (got {raw!r})")
+    return int(raw)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="ssebench", description="ssebench: the test_patch MCP server")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser.add_argument("--version", action="version", version=f"ssebench {version('ssebench')}")
+    # Not required: a bare `ssebench` prints the help, not argparse's complaint.
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     def command(name: str, help: str) -> argparse.ArgumentParser:
         return sub.add_parser(name, help=help, description=help)
@@ -64,8 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     command("plugins", "list the discovered checks")
     daemon = command("daemon", "run the daemon alone")
     _task_flag(daemon, required=True)
-    daemon.add_argument("--host", default="127.0.0.1")
-    daemon.add_argument("--port", type=int, default=3001)
+    _address_flags(daemon, "daemon", 3001)
     daemon.add_argument("--difficulty", type=_level_flag, help=LEVEL_HELP)
     _isolation_flags(daemon)
     _serve_flags(command("serve", SERVE_HELP))
@@ -109,12 +128,24 @@ def _serve_flags(cmd: argparse.ArgumentParser) -> None:
         "--daemon-url", help="sidecar mode: the daemon's URL, no embedded daemon (SSE_DAEMON_URL)"
     )
     cmd.add_argument("--daemon-api", choices=DAEMON_APIS, help=f"sidecar mode: {DAEMON_API_HELP}")
-    cmd.add_argument("--host", default="127.0.0.1", help="MCP address (default 127.0.0.1)")
-    cmd.add_argument("--port", type=int, default=3000, help="MCP port (default 3000)")
+    _address_flags(cmd, "MCP", 3000)
     cmd.add_argument(
-        "--daemon-port", type=int, default=3001, help="embedded daemon's port on 127.0.0.1"
+        "--daemon-port", type=_port, default=3001, help="embedded daemon's port on 127.0.0.1"
     )
     cmd.add_argument("--difficulty", type=_level_flag, help=LEVEL_HELP)
+    cmd.add_argument(
+        "--progress-interval",
+        type=_seconds,
+        metavar="SECONDS",
+        help="longest quiet gap in a call's progress notifications "
+        "(default: SSE_PROGRESS_INTERVAL or 15)",
+    )
+
+
+def _address_flags(cmd: argparse.ArgumentParser, what: str, port: int) -> None:
+    """Where `serve` and `daemon` listen, and who may reach them: the same flags for both."""
+    cmd.add_argument("--host", default="127.0.0.1", help=f"{what} address (default 127.0.0.1)")
+    cmd.add_argument("--port", type=_port, default=port, help=f"{what} port (default {port})")
     cmd.add_argument(
         "--allow-remote", action="store_true", help="allow a --host that is not loopback"
     )

@@ -22,7 +22,11 @@ from ssebench.daemon.task import Task, load_task
 
 PUBLIC_URL = "http://localhost:3000/mcp"
 NAME = "ssebench"
-CODEX_TOOL_TIMEOUT = 3600
+CODEX_TOOL_TIMEOUT = 3600  # a call runs a whole build and test cycle
+# Codex gives a server 10 s to answer initialize and tools/list. serve answers in 1-2 s, and
+# `ssebench run` starts the agent only once it does; a minute covers a loaded machine while a
+# server that is not there is still reported within one.
+CODEX_STARTUP_TIMEOUT = 60
 
 
 def is_loopback(host: str) -> bool:
@@ -36,24 +40,49 @@ def url_host(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
+def check_address(host: str, allow_remote: bool) -> None:
+    """Loopback unless the user says otherwise: refused before anything else happens."""
+    if not is_loopback(host) and not allow_remote:
+        raise ConfigError(
+            f"--host {host} is not a loopback address; pass --allow-remote to be reachable "
+            "from other machines"
+        )
+
+
+def warn_remote(host: str, what: str) -> None:
+    if not is_loopback(host):
+        print(
+            f"ssebench: warning: {what} on {host}, reachable from other machines; the Host and "
+            "Origin checks stay on (--allowed-host adds names)",
+            file=sys.stderr,
+        )
+
+
 def cmd_daemon(args: argparse.Namespace) -> int:
-    import uvicorn
-
-    from ssebench.daemon.app import create_app
-
     settings = load_settings(SSE_DIFFICULTY=args.difficulty)
     registry = build_registry()
     task = load_task(args.task, registry.checks)
+    check_address(args.host, args.allow_remote)
     mechanism = choose_isolation(args.isolation)
+    with loading():
+        from ssebench.core.server.listen import bind_all, serve_all
+        from ssebench.daemon.app import create_app
+
+    sockets = bind_all([(args.host, args.port)])  # a port in use: one line, nothing announced
+    warn_remote(args.host, "serving the daemon (it runs the task's checks and serves their logs)")
     app = create_app(
-        task, registry, settings.difficulty, mechanism=mechanism, log_dir=settings.log_dir
+        task,
+        registry,
+        settings.difficulty,
+        mechanism=mechanism,
+        log_dir=settings.log_dir,
+        allowed_hosts=args.allowed_host,
     )
-    print(
-        f"ssebench: daemon for {task.path} at http://{args.host}:{args.port} "
-        f"(difficulty {settings.difficulty})",
-        file=sys.stderr,
+    ready = (
+        f"ssebench: daemon for {task.path} at http://{url_host(args.host)}:{args.port} "
+        f"(difficulty {settings.difficulty})"
     )
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    asyncio.run(serve_all([app], sockets, ready))
     return EXIT_OK
 
 
@@ -64,7 +93,11 @@ def serve_plan(
     `confine`; `run` leaves that to its server). One line each."""
     from ssebench.core.daemons.connect import daemon_location
 
-    settings = load_settings(SSE_DIFFICULTY=args.difficulty, SSE_DAEMON_URL=args.daemon_url)
+    settings = load_settings(
+        SSE_DIFFICULTY=args.difficulty,
+        SSE_DAEMON_URL=args.daemon_url,
+        SSE_PROGRESS_INTERVAL=args.progress_interval,
+    )
     registry = build_registry()
     task = None
     if args.task is not None:
@@ -78,11 +111,11 @@ def serve_plan(
         )
     elif settings.daemon_url and not settings.daemon_url.startswith(("http://", "https://")):
         raise ConfigError(f"SSE_DAEMON_URL must be an http:// URL (got {settings.daemon_url!r})")
-    if not is_loopback(args.host) and not args.allow_remote:
+    if task is not None and args.port == args.daemon_port:
         raise ConfigError(
-            f"--host {args.host} is not a loopback address; pass --allow-remote to expose "
-            "test_patch beyond this machine"
+            f"--port and --daemon-port are both {args.port}; the embedded daemon needs its own"
         )
+    check_address(args.host, args.allow_remote)
     mechanism = choose_isolation(args.isolation) if task is not None and confine else None
     return settings, registry, task, mechanism
 
@@ -91,25 +124,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings, registry, task, mechanism = serve_plan(args)  # refused before the imports
     with loading():
         from ssebench.core.server import http
+        from ssebench.core.server.listen import bind_all
 
     logging.getLogger("ssebench").setLevel(logging.INFO)
-    if not is_loopback(args.host):
-        print(
-            f"ssebench: warning: serving test_patch on {args.host}, reachable from other "
-            "machines; the Host and Origin checks stay on (--allowed-host adds names)",
-            file=sys.stderr,
-        )
+    listen = [(args.host, args.port)] + ([("127.0.0.1", args.daemon_port)] if task else [])
+    sockets = bind_all(listen)
+    warn_remote(args.host, "serving test_patch")
     where = f"task {task.path}" if task is not None else "sidecar mode"
     url = f"http://{url_host(args.host)}:{args.port}{http.MCP_PATH}"
-    listen = [(args.host, args.port)] + ([("127.0.0.1", args.daemon_port)] if task else [])
-    sockets = []
-    for host, port in listen:
-        try:
-            sockets.append(http.bind(host, port))
-        except OSError as exc:
-            for sock in sockets:
-                sock.close()
-            raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
     asyncio.run(
         http.serve_test_patch(
             registry=registry,
@@ -121,6 +143,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             daemon_api=args.daemon_api or "auto",
             daemon_url=settings.daemon_url,
             allowed_hosts=args.allowed_host,
+            progress_interval=settings.progress_interval,
             ready=f"ssebench: serving test_patch at {url} "
             f"(difficulty {settings.difficulty}, {where})",
         )
@@ -143,6 +166,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         *(["--daemon-api", args.daemon_api] if args.daemon_api else []),
         *["--host", args.host, "--port", str(args.port), "--daemon-port", str(args.daemon_port)],
         *(["--allow-remote"] if args.allow_remote else []),
+        *(["--progress-interval", str(args.progress_interval)] if args.progress_interval else []),
         *(arg for name in args.allowed_host for arg in ("--allowed-host", name)),
     ]
     env = dict(os.environ)
@@ -163,6 +187,7 @@ def registration(agent: str, url: str = PUBLIC_URL) -> str:
             f"# ~/.codex/config.toml: a test_patch call runs a full build and test cycle\n"
             f"[mcp_servers.{NAME}]\n"
             f'url = "{url}"\n'
+            f"startup_timeout_sec = {CODEX_STARTUP_TIMEOUT}\n"
             f"tool_timeout_sec = {CODEX_TOOL_TIMEOUT}"
         )
     return json.dumps({"mcpServers": {NAME: {"type": "http", "url": url}}}, indent=2)

@@ -1,21 +1,23 @@
 """The MCP edge: one tool, test_patch, that runs the orchestrator and returns its report text.
 
 Calls are serialized by one lock, so two calls never run on the tree at once, while tools/list
-and everything else is still answered. A call is stopped when its client cancels it
-(notifications/cancelled, a client timeout, closing the session), and also when the HTTP
-request carrying it goes away (a closed stream at protocol 2026-07-28, a dropped POST stream
-from an older client, a client process that died). Stopping closes the request to the daemon,
-which kills the case's whole process group; the lock is held until the run has unwound, so the
-next call starts on a quiet tree.
+and everything else is still answered. Each call's progress (core/server/progress.py) goes on
+while it waits for the lock and while a case runs, so clients that give up on a quiet call do
+not. A call is stopped when its client cancels it (notifications/cancelled, a client timeout,
+closing the session), and also when the HTTP request carrying it goes away (a closed stream at
+protocol 2026-07-28, a dropped POST stream from an older client, a client process that died).
+Stopping closes the request to the daemon, which kills the case's whole process group; the
+lock is held until the run has unwound, so the next call starts on a quiet tree.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterable
+from collections.abc import Coroutine, Iterable
 from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
 import anyio
 from fastmcp import Context, FastMCP
@@ -23,21 +25,27 @@ from fastmcp.server.dependencies import get_http_request
 from mcp.types import ToolAnnotations
 
 from ssebench.core.check import Check, split_by_level
-from ssebench.core.orchestrator import Daemon, Progress, run_test_patch
+from ssebench.core.orchestrator import Daemon, run_test_patch
 from ssebench.core.report import internal_failure
+from ssebench.core.server.progress import CallProgress, Notify
+from ssebench.core.settings import PROGRESS_INTERVAL
 
 LEFT_POLL_SECONDS = 0.5
 UNWIND_SECONDS = 5.0
 ANNOTATIONS = ToolAnnotations(
     title="Test the patch",
-    read_only_hint=True,  # it builds in the tree but never changes the agent's source
+    # A build writes its outputs (objects, binaries) into the agent's tree, so not read-only.
+    read_only_hint=False,
+    # It adds or refreshes build outputs; it never deletes or reverts the agent's changes.
     destructive_hint=False,
+    # A second call on the same tree rebuilds the same outputs: no further effect.
     idempotent_hint=True,
+    # It works on this machine's tree through the task's daemon, nothing outside.
     open_world_hint=False,
 )
 
 
-def describe(checks: Iterable[Check], level: int) -> str:
+def describe(checks: Iterable[Check], level: int, progress_interval: float) -> str:
     """The tool's description: what it checks at this level, and that a call takes long."""
     enabled = split_by_level(checks, level).enabled
     names = ", ".join(check.name for check in enabled) or "no checks at all"
@@ -46,11 +54,19 @@ def describe(checks: Iterable[Check], level: int) -> str:
         f"you made. At this difficulty level ({level}) it runs: {names}. The result lists how "
         "each check ended and shows the log of the failed check. Takes no arguments. A call "
         "runs a full build and test cycle and can take a long time; allow a generous timeout. "
-        "Progress is reported as each check starts and ends."
+        "Progress is reported as each check starts and ends, and at least every "
+        f"{progress_interval:g} s while a check runs or the call waits for another call."
     )
 
 
-def build_server(checks: Iterable[Check], level: int, daemon: Daemon, log_dir: Path) -> FastMCP:
+def build_server(
+    checks: Iterable[Check],
+    level: int,
+    daemon: Daemon,
+    log_dir: Path,
+    *,
+    progress_interval: float = PROGRESS_INTERVAL,
+) -> FastMCP:
     """The FastMCP server with its one tool; the daemon may be any `Daemon` (tests pass fakes)."""
     checks = tuple(checks)
     mcp = FastMCP("ssebench", version=version("ssebench"))  # else serverInfo names fastmcp's
@@ -58,32 +74,41 @@ def build_server(checks: Iterable[Check], level: int, daemon: Daemon, log_dir: P
 
     @mcp.tool(
         name="test_patch",
-        description=describe(checks, level),
+        description=describe(checks, level, progress_interval),
         annotations=ANNOTATIONS,
         output_schema=None,  # text content only: a structured copy would change what clients show
     )
     async def test_patch(ctx: Context) -> str:
-        async with lock:
-            progress = _progress_sender(ctx)
-            run = asyncio.create_task(
-                run_test_patch(checks, level, daemon, log_dir, progress=progress)
-            )
-            left = asyncio.create_task(_client_left())
-            try:
-                await asyncio.wait({run, left}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                left.cancel()
-                if not run.done():
-                    run.cancel()  # closes the daemon request: the daemon kills the case's group
-                    with anyio.CancelScope(shield=True):
-                        # Hold the lock until the run has unwound, so runs never overlap.
-                        await asyncio.wait({run}, timeout=UNWIND_SECONDS)
-            if not run.done() or run.cancelled():
-                # Nobody is left to read the answer; the run was stopped to free the tree.
-                return internal_failure("the client dropped the call's stream; its run was stopped")
-            return run.result()
+        progress = CallProgress(_notifier(ctx), progress_interval)
+        async with progress.beating():
+            async with progress.turn(lock):
+                text = await _run_until_client_leaves(
+                    run_test_patch(checks, level, daemon, log_dir, progress=progress.step)
+                )
+            await progress.finish()
+        return text
 
     return mcp
+
+
+async def _run_until_client_leaves(job: Coroutine[Any, Any, str]) -> str:
+    """The job's answer; if the HTTP request carrying the call goes away, or the call is
+    cancelled, the job is stopped and has unwound before this returns or raises."""
+    run = asyncio.create_task(job)
+    left = asyncio.create_task(_client_left())
+    try:
+        await asyncio.wait({run, left}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        left.cancel()
+        if not run.done():
+            run.cancel()  # closes the daemon request: the daemon kills the case's group
+            with anyio.CancelScope(shield=True):
+                # The caller holds the lock until the run has unwound, so runs never overlap.
+                await asyncio.wait({run}, timeout=UNWIND_SECONDS)
+    if not run.done() or run.cancelled():
+        # Nobody is left to read the answer; the run was stopped to free the tree.
+        return internal_failure("the client dropped the call's stream; its run was stopped")
+    return run.result()
 
 
 async def _client_left() -> None:
@@ -103,15 +128,9 @@ async def _client_left() -> None:
         await asyncio.Event().wait()
 
 
-def _progress_sender(ctx: Context) -> Progress:
-    """MCP progress must increase with every notification; the orchestrator's count of finished
-    cases repeats between a check's end and the next start, so each repeat adds a tenth."""
-    last = -1.0
-
-    async def send(done: float, total: float, message: str) -> None:
-        nonlocal last
-        last = float(done) if done > last else round(last + 0.1, 1)
+def _notifier(ctx: Context) -> Notify:
+    async def notify(progress: float, total: float | None, message: str) -> None:
         with contextlib.suppress(Exception):  # a client that left must not fail the run
-            await ctx.report_progress(last, total, message)
+            await ctx.report_progress(progress, total, message)
 
-    return send
+    return notify

@@ -1,22 +1,19 @@
-"""Serving test_patch over HTTP: the sockets, the embedded or remote daemon, one signal loop.
+"""Serving test_patch over HTTP: the MCP app with its guard, and the embedded or remote daemon.
 
-`ssebench serve` binds its sockets before anything else (a port in use is one line), then runs
-the MCP app and, with a task, the daemon app on the same event loop; one SIGINT or SIGTERM
-stops both.
+`ssebench serve` binds its sockets before anything else (core/server/listen.py: a port in use
+is one line), then runs the MCP app and, with a task, the daemon app on the same event loop;
+one SIGINT or SIGTERM stops both.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import signal
 import socket
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
-import uvicorn
 from fastmcp import FastMCP
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -27,12 +24,13 @@ from ssebench.core.daemons.inprocess import attach
 from ssebench.core.orchestrator import Daemon
 from ssebench.core.registry import Registry
 from ssebench.core.server.app import build_server
+from ssebench.core.server.listen import serve_all
+from ssebench.core.settings import PROGRESS_INTERVAL
 from ssebench.daemon.app import create_app
 from ssebench.daemon.isolation import Mechanism
 from ssebench.daemon.task import Task
 
 MCP_PATH = "/mcp"
-STOP_GRACE = 1  # seconds a request may take to finish once we stop; a running call is cut
 
 
 def create_http_app(mcp: FastMCP, *, allowed_hosts: Sequence[str] = ()) -> Starlette:
@@ -50,30 +48,6 @@ def create_http_app(mcp: FastMCP, *, allowed_hosts: Sequence[str] = ()) -> Starl
     )
 
 
-def bind(host: str, port: int) -> socket.socket:
-    """Bind before serving, so a port in use is a one-line error and not a traceback."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # Saying IPPROTO_TCP is what makes asyncio set TCP_NODELAY on the connections: without it
-    # every small answer waits ~40 ms for a delayed ACK.
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError:
-        sock.close()
-        raise
-    sock.set_inheritable(True)
-    return sock
-
-
-class _Server(uvicorn.Server):
-    """uvicorn's server minus its own signal handling: one SIGINT or SIGTERM stops them all."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
 async def serve_test_patch(
     *,
     registry: Registry,
@@ -85,6 +59,7 @@ async def serve_test_patch(
     daemon_api: str = "auto",
     daemon_url: str | None = None,
     allowed_hosts: Sequence[str] = (),
+    progress_interval: float = PROGRESS_INTERVAL,
     ready: str = "",
 ) -> None:
     """Serve MCP on sockets[0] and, with a task, our daemon on sockets[1] (loopback); without
@@ -110,38 +85,8 @@ async def serve_test_patch(
             if names := remote.unsupported(registry.checks):
                 print(f"ssebench: warning: {unsupported_warning(names)}", file=sys.stderr)
             daemon = remote
-        mcp = build_server(registry.checks, level, daemon, log_dir)
+        mcp = build_server(
+            registry.checks, level, daemon, log_dir, progress_interval=progress_interval
+        )
         apps.insert(0, create_http_app(mcp, allowed_hosts=allowed_hosts))
         await serve_all(apps, sockets, ready)
-
-
-async def serve_all(
-    apps: Sequence[Starlette], sockets: Sequence[socket.socket], ready: str
-) -> None:
-    """Run every app on its socket; one SIGINT or SIGTERM stops all of them together."""
-    servers = [
-        _Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=STOP_GRACE))
-        for app in apps
-    ]
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, _stop, servers)
-    tasks = [
-        asyncio.create_task(server.serve(sockets=[sock]))
-        for server, sock in zip(servers, sockets, strict=True)
-    ]
-    while not all(server.started for server in servers):
-        if any(task.done() for task in tasks):
-            break
-        await asyncio.sleep(0.02)
-    else:
-        print(ready, file=sys.stderr, flush=True)
-    try:
-        await asyncio.gather(*tasks)
-    finally:
-        _stop(servers)
-
-
-def _stop(servers: Sequence[uvicorn.Server]) -> None:
-    for server in servers:
-        server.should_exit = True

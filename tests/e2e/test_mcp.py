@@ -49,7 +49,7 @@ def test_tools_list_shows_exactly_test_patch(shared_servers: Any, client: str) -
     assert not tool.input_schema.get("required")
     assert tool.output_schema is None
     hints = tool.annotations
-    assert (hints.read_only_hint, hints.destructive_hint) == (True, False)
+    assert (hints.read_only_hint, hints.destructive_hint) == (False, False)
     assert (hints.idempotent_hint, hints.open_world_hint) == (True, False)
     assert "no arguments" in tool.description
     assert "long time" in tool.description
@@ -115,12 +115,13 @@ def test_progress_names_the_checks_and_withholds_the_rest(shared_servers: Any, c
         "build: passed",
         "functional tests: started",
         "functional tests: passed",
+        "finished",
     ]
     values = [progress for progress, _, _ in seen]
     assert values == sorted(set(values)), "progress must increase with every notification"
-    # The total counts the enabled cases only: the two PoCs and the intent test stay unknown.
-    assert {total for _, total, _ in seen} == {2}
-    assert values[-1] == 2
+    # The total counts the enabled cases and the report: the PoCs and intent test stay unknown.
+    assert {total for _, total, _ in seen} == {3}
+    assert values[-1] == 3
 
 
 def test_progress_at_level_0_reports_each_poc(shared_servers: Any) -> None:
@@ -138,7 +139,7 @@ def test_progress_at_level_0_reports_each_poc(shared_servers: Any) -> None:
     assert "PoCs: case 1 of 3 started" in seen
     assert "PoCs: case 2 of 3 FAILED" in seen
     assert "PoCs: case 3 of 3 started" not in seen  # the first PoC that still triggers ends it
-    assert seen[-1] == "functional tests: FAILED"
+    assert seen[-2:] == ["functional tests: FAILED", "finished"]
 
 
 def test_healthz_and_foreign_origin_and_host(shared_servers: Any) -> None:

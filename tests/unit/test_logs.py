@@ -12,13 +12,13 @@ import pytest
 
 from ssebench.core.logfiles import view_log_files
 from ssebench.core.logs import (
-    LINE_LIMIT,
     WORD_LIMIT,
     LogAccumulator,
     LogView,
     tail,
     view_log,
 )
+from unit.test_log_bytes import naive_view as _reference  # the spec's rules, written naively
 
 
 async def _stream(chunks: Iterable[bytes]) -> AsyncIterator[bytes]:
@@ -52,19 +52,6 @@ def _peak_while_feeding(acc: LogAccumulator, chunks: Iterable[bytes]) -> int:
 
 def _files(log_dir: Path) -> list[Path]:
     return sorted(log_dir.glob("*"))
-
-
-def _reference(data: bytes) -> tuple[str, bool]:
-    """The spec written naively over the whole text, independent of the module's code."""
-    text = data.decode("utf-8", errors="replace").rstrip("\r\n")
-    if len(text.split()) <= WORD_LIMIT:
-        return text, False
-    line_tail = "\n".join(text.split("\n")[-LINE_LIMIT:])
-    starts = [
-        i for i, c in enumerate(text) if not c.isspace() and (i == 0 or text[i - 1].isspace())
-    ]
-    word_tail = text[starts[-WORD_LIMIT] :]
-    return min(line_tail, word_tail, key=len), True
 
 
 def _assert_saved(view: LogView, log_dir: Path, data: bytes) -> None:

@@ -1,0 +1,91 @@
+"""Listening sockets and uvicorn, for `serve` and `daemon` alike: bound before anything is said.
+
+Binding (and listening) first makes a port in use, or one port given twice, a one-line error
+before the command announces anything; then one SIGINT or SIGTERM stops every app together.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import socket
+import sys
+from collections.abc import Iterator, Sequence
+
+import uvicorn
+from starlette.types import ASGIApp
+
+from ssebench.core.errors import ConfigError
+
+STOP_GRACE = 1  # seconds a request may take to finish once we stop; a running call is cut
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket; listening at once is what catches a port another of ours holds."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # Saying IPPROTO_TCP is what makes asyncio set TCP_NODELAY on the connections: without it
+    # every small answer waits ~40 ms for a delayed ACK.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen()
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+def bind_all(addresses: Sequence[tuple[str, int]]) -> list[socket.socket]:
+    """Every address bound, or none: the first that fails is a one-line ConfigError."""
+    sockets: list[socket.socket] = []
+    for host, port in addresses:
+        try:
+            sockets.append(bind(host, port))
+        except OSError as exc:
+            for sock in sockets:
+                sock.close()
+            reason = exc.strerror or str(exc)
+            raise ConfigError(f"cannot listen on {host}:{port}: {reason}") from None
+    return sockets
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server minus its own signal handling: one SIGINT or SIGTERM stops them all."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+async def serve_all(apps: Sequence[ASGIApp], sockets: Sequence[socket.socket], ready: str) -> None:
+    """Run every app on its socket, print `ready` once all have started; one SIGINT or SIGTERM
+    stops all of them together."""
+    servers = [
+        _Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=STOP_GRACE))
+        for app in apps
+    ]
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, _stop, servers)
+    tasks = [
+        asyncio.create_task(server.serve(sockets=[sock]))
+        for server, sock in zip(servers, sockets, strict=True)
+    ]
+    while not all(server.started for server in servers):
+        if any(task.done() for task in tasks):
+            break
+        await asyncio.sleep(0.02)
+    else:
+        print(ready, file=sys.stderr, flush=True)
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        _stop(servers)
+
+
+def _stop(servers: Sequence[uvicorn.Server]) -> None:
+    for server in servers:
+        server.should_exit = True

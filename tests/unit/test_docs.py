@@ -1,0 +1,53 @@
+"""The README and docs/: every link stays inside the repository, and the exact texts they quote
+are the ones the code gives (so a changed string cannot leave the docs behind)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from ssebench.core.cli.serve import registration
+from ssebench.core.logs import BYTE_LIMIT, LINE_LIMIT, WORD_LIMIT
+from ssebench.core.registry import build_registry
+from ssebench.core.report import INTERNAL_FAILURE, NOT_SAVED, NOTHING_RAN
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_every_link_stays_in_the_repository(page: Path) -> None:
+    text = page.read_text()
+    assert "../shared" not in text
+    for target in LINK.findall(text):
+        assert not target.startswith(("http://", "https://", "/")), target
+        path = (page.parent / target.split("#")[0]).resolve()
+        assert path.is_relative_to(ROOT), target
+        assert path.exists(), f"{page.name} links to {target}, which does not exist"
+
+
+def test_the_report_page_quotes_every_fixed_text() -> None:
+    text = (ROOT / "docs" / "report.md").read_text()
+    quoted = [INTERNAL_FAILURE, NOT_SAVED, NOTHING_RAN]
+    quoted += [check.failure_reason for check in build_registry().checks]
+    quoted += [
+        f"test_patch result: {h}"
+        for h in ("FAILED. <reason>", "every check passed.", "no checks ran.")
+    ]
+    for fixed in quoted:
+        assert f"`{fixed}`" in text or f"\n{fixed}\n" in text, fixed
+
+
+def test_the_long_log_page_states_the_limits() -> None:
+    text = (ROOT / "docs" / "long-logs.md").read_text()
+    assert f"more than **{WORD_LIMIT:,} words**" in text
+    assert f"more than **{BYTE_LIMIT // 1024} KiB** ({BYTE_LIMIT:,} bytes)" in text
+    assert f"the last **{LINE_LIMIT} lines**" in text
+
+
+def test_the_clients_page_shows_the_codex_registration_as_printed() -> None:
+    text = (ROOT / "docs" / "clients.md").read_text()
+    assert f"$ ssebench mcp-config codex\n{registration('codex')}\n```" in text

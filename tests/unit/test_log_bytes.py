@@ -1,0 +1,186 @@
+"""The size rule for long logs: over 256 KiB is long, and the shown tail keeps its last 256 KiB.
+
+Checked against `naive_byte_cut`, written here from DESIGN.md's sentence and nothing else, on
+both paths: the streamed one (`view_log`) and the local-file one (`view_log_files`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import tracemalloc
+from collections.abc import AsyncIterator
+from itertools import accumulate
+from pathlib import Path
+
+import pytest
+
+from ssebench.core.check import CheckOutcome, Outcome, Status
+from ssebench.core.logfiles import view_log_files
+from ssebench.core.logs import BYTE_LIMIT, LINE_LIMIT, WORD_LIMIT, LogAccumulator, LogView, view_log
+from ssebench.core.registry import build_registry
+from ssebench.core.report import render
+
+KIB = 1024
+
+
+def naive_byte_cut(shown: str) -> str:
+    """The last BYTE_LIMIT UTF-8 bytes of `shown`, starting at the first line start among
+    them, else the first word start, else the first character that fits."""
+    sizes = [len(char.encode()) for char in shown]
+    suffix = list(accumulate(reversed(sizes)))[::-1]  # suffix[i]: bytes from i to the end
+    fits = [i for i in range(len(shown)) if suffix[i] <= BYTE_LIMIT]
+    if not fits or fits[0] == 0:
+        return shown
+    first = fits[0]
+    lines = [i for i in fits if shown[i - 1] == "\n"]
+    words = [i for i in fits if shown[i - 1].isspace() and not shown[i].isspace()]
+    return shown[(lines or words or [first])[0] :]
+
+
+def naive_view(data: bytes) -> tuple[str, bool]:
+    """What the report shows of `data` and whether it is long, by the rules as written."""
+    text = data.decode("utf-8", errors="replace").rstrip("\r\n")
+    if len(text.split()) <= WORD_LIMIT and len(text.encode()) <= BYTE_LIMIT:
+        return text, False
+    line_tail = "\n".join(text.split("\n")[-LINE_LIMIT:])
+    starts = [
+        i for i, c in enumerate(text) if not c.isspace() and (i == 0 or text[i - 1].isspace())
+    ]
+    word_tail = text[starts[-WORD_LIMIT] :] if len(starts) >= WORD_LIMIT else text
+    return naive_byte_cut(min(line_tail, word_tail, key=len)), True
+
+
+async def _stream(data: bytes, size: int) -> AsyncIterator[bytes]:
+    for i in range(0, len(data), size):
+        yield data[i : i + size]
+
+
+def both_paths(data: bytes, tmp_path: Path, chunk: int = 64 * KIB) -> LogView:
+    """The view by the streamed path, after checking that the local-file path, and a stream
+    whose window is trimmed at almost every chunk, give the same."""
+    streamed = asyncio.run(view_log(_stream(data, chunk), tmp_path / "streamed"))
+    path = tmp_path / "case.log"
+    path.write_bytes(data)
+    local = view_log_files([path.open("rb")], tmp_path / "local")
+    trimmed = LogAccumulator(tmp_path / "trimmed", min_window=1_000)
+    for i in range(0, len(data), chunk):
+        trimmed.feed(data[i : i + chunk])
+    small = trimmed.finish()
+    for view in (local, small):
+        assert (view.text, view.truncated) == (streamed.text, streamed.truncated)
+    for view in (streamed, local, small):
+        if view.truncated:
+            assert view.saved_path is not None and view.saved_path.read_bytes() == data
+        else:
+            assert view.saved_path is None
+    return streamed
+
+
+def _check(data: bytes, tmp_path: Path, chunk: int = 64 * KIB) -> LogView:
+    view = both_paths(data, tmp_path, chunk)
+    assert (view.text, view.truncated) == naive_view(data)
+    assert len(view.text.encode()) <= BYTE_LIMIT
+    return view
+
+
+def test_exactly_256_kib_is_shown_whole(tmp_path: Path) -> None:
+    data = b"x" * BYTE_LIMIT + b"\n\n"  # the dropped line breaks do not count
+    view = _check(data, tmp_path)
+    assert view == LogView("x" * BYTE_LIMIT, truncated=False, saved_path=None)
+
+
+def test_one_byte_over_is_long_and_cut_at_a_character(tmp_path: Path) -> None:
+    view = _check(b"x" * (BYTE_LIMIT + 1), tmp_path)
+    assert view.truncated and view.text == "x" * BYTE_LIMIT
+
+
+def test_one_byte_over_cuts_at_the_first_line_start_that_fits(tmp_path: Path) -> None:
+    """Indented lines of 5 KB, fewer than 100 of them in the last 256 KiB: the spec's tail
+    keeps them all, and the cut starts a line (which comes before its first word)."""
+    lines = [b"  l%05d " % i + b"-" * 5_000 for i in range(60)]
+    data = b"\n".join(lines)[: BYTE_LIMIT + 1]
+    view = _check(data, tmp_path)
+    assert view.text.startswith("  l0")  # a whole line, not the cut one's end
+    assert data.decode().endswith("\n" + view.text)
+
+
+def test_one_huge_line_is_cut_at_a_word(tmp_path: Path) -> None:
+    data = b" ".join([b"w" * 999] * 700)  # 700 KB on one line, 700 words
+    view = _check(data, tmp_path)
+    assert view.text.startswith("w") and view.text.split() == ["w" * 999] * (
+        len(view.text) // 1000 + 1
+    )
+
+
+def test_no_line_or_word_start_cuts_at_a_character(tmp_path: Path) -> None:
+    data = b"head\n" + b"y" * (BYTE_LIMIT + 500)
+    view = _check(data, tmp_path)
+    assert view.text == "y" * BYTE_LIMIT
+
+
+@pytest.mark.parametrize("char", ["é", "日", "🙂"])
+@pytest.mark.parametrize("shift", range(4))
+def test_multibyte_characters_at_the_cut_are_never_split(
+    tmp_path: Path, char: str, shift: int
+) -> None:
+    width = len(char.encode())
+    data = b"a" * shift + char.encode() * (BYTE_LIMIT // width + 3)
+    view = _check(data, tmp_path)
+    assert set(view.text) == {char}
+    assert BYTE_LIMIT - width < len(view.text.encode()) <= BYTE_LIMIT
+
+
+def test_invalid_bytes_count_as_the_replacement_they_show(tmp_path: Path) -> None:
+    """\\xff shows as U+FFFD, 3 bytes: 100,000 of them are 300,000 bytes on screen."""
+    view = _check(b"\xff" * 100_000, tmp_path)
+    assert view.truncated and view.text == "\ufffd" * (BYTE_LIMIT // 3)
+
+
+def test_a_tail_under_256_kib_is_not_cut(tmp_path: Path) -> None:
+    """Long by words, the tail of 100 short lines is far below the limit: shown as the spec says."""
+    data = "\n".join(f"line {i}" for i in range(30_000)).encode()
+    view = _check(data, tmp_path)
+    assert view.text == "\n".join(f"line {i}" for i in range(29_900, 30_000))
+
+
+def test_a_single_word_of_100_mb_is_read_in_bounded_memory(tmp_path: Path) -> None:
+    """The streamed path trims its window to the last 256 KiB once the log is long."""
+    acc = LogAccumulator(tmp_path)
+    tracemalloc.start()
+    try:
+        for _ in range(1_600):
+            acc.feed(b"z" * (64 * KIB))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    view = acc.finish()
+    assert peak < 8_000_000, peak
+    assert view.text == "z" * BYTE_LIMIT and view.truncated
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_large_logs_match_the_naive_rule(tmp_path: Path, seed: int) -> None:
+    rng = random.Random(seed)
+    alphabet = [b"a" * rng.choice([1, 50, 4000]), b" ", b"\n", "é".encode(), "🙂".encode()]
+    alphabet += [b"\xff", b"\t", b"\r\n"]
+    weights = [20, rng.choice([0, 1, 10]), rng.choice([0, 1, 5]), 3, 1, 1, 1, 1]
+    data = b"".join(rng.choices(alphabet, weights, k=120_000))
+    data = data[: rng.choice([BYTE_LIMIT - 3, BYTE_LIMIT + 2, 600_000, 2_000_000])]
+    _check(data, tmp_path, chunk=rng.choice([1_000, 65_536, 1 << 20]))
+
+
+def test_a_whole_report_stays_under_1_mib() -> None:
+    """The largest report the built-in checks give: every check listed, the longest failure
+    reason in the headline, a full 256 KiB of 4-byte characters, and the longest saved path a
+    file system allows. Only the log grows with what a case prints."""
+    checks = build_registry().checks
+    failed = max(checks, key=lambda check: len(check.failure_reason or ""))
+    outcomes = tuple(
+        CheckOutcome(check, Status.FAILED if check is failed else Status.PASSED, 1)
+        for check in checks
+    )
+    view = LogView("🙂" * (BYTE_LIMIT // 4), truncated=True, saved_path=Path("/" + "p" * 4095))
+    size = len(render(Outcome(0, outcomes, ()), view).encode())
+    print(f"\nlargest report: {size} bytes ({size - BYTE_LIMIT} besides the log)")
+    assert size < BYTE_LIMIT + 8 * KIB < 1024 * KIB
