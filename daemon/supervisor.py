@@ -18,6 +18,7 @@ import errno
 import fcntl
 import json
 import os
+import resource
 import select
 import signal
 import socket
@@ -38,6 +39,7 @@ from ssebench.daemon.isolation import (
     landlock_ruleset,
     last_capability,
 )
+from ssebench.daemon.reaper import kill_all, signal_all
 
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_DUMPABLE = 4
@@ -64,7 +66,8 @@ class Case:
     eof_by: float | None = None
 
     def copy(self) -> None:
-        """Move what the pipe holds into the log, up to the limit; drop the rest."""
+        """Move what the pipe holds into the log, up to the limit; drop the rest (and all of it
+        once the log cannot be written: a full disk must not stop the case or the supervisor)."""
         while True:
             try:
                 if self.written < self.limit:
@@ -75,6 +78,10 @@ class Case:
                     self.dropped += moved
             except BlockingIOError:
                 return
+            except OSError:
+                if self.written >= self.limit:
+                    raise  # the pipe itself failed
+                self.limit = self.written
             if moved == 0:
                 self.eof = True
                 return
@@ -166,7 +173,9 @@ class Supervisor:
         case = self.cases.get(message["id"])
         if case is not None and case.stop_at is None:
             case.stop_at = time.monotonic() + float(message.get("grace", 1.0))
-            signal_all(signal.SIGTERM)
+            # bubblewrap dies of SIGTERM and takes its namespace with it at once: the case's
+            # own processes get the grace, bubblewrap gets the SIGKILL after it.
+            signal_all(signal.SIGTERM, spare="bwrap")
 
     def reap(self) -> None:
         while True:
@@ -236,64 +245,6 @@ class Supervisor:
             self.advance(time.monotonic())
 
 
-def descendants() -> list[int]:
-    """Every live process below this one (zombies excluded: they only wait to be reaped)."""
-    children: dict[int, list[int]] = {}
-    alive: set[int] = set()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as file:
-                fields = file.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(entry))
-        if fields[0] not in (b"Z", b"X"):
-            alive.add(int(entry))
-    found, todo = [], [os.getpid()]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return [pid for pid in found if pid in alive]
-
-
-def signal_all(signum: int) -> int:
-    sent = 0
-    for pid in descendants():
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signum)
-            sent += 1
-    return sent
-
-
-def has_children() -> bool:
-    """Whether any child is left (living, or dead and not reaped): one syscall, where a scan of
-    /proc costs milliseconds. A subreaper with no child has no descendant at all."""
-    try:
-        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-    except ChildProcessError:
-        return False
-    return True
-
-
-def kill_all(reap: Callable[[], None]) -> int:
-    """SIGKILL every descendant until none is left (a fork between scans is caught next time)."""
-    killed = 0
-    for _ in range(1000):
-        reap()
-        if not has_children():
-            return killed
-        sent = signal_all(signal.SIGKILL)
-        reap()
-        if not sent:
-            return killed
-        killed += sent
-        time.sleep(0.001)
-    return killed
-
-
 def main() -> None:
     import ctypes
 
@@ -301,6 +252,11 @@ def main() -> None:
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # no same-uid reader of our memory
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl+C is the daemon's to handle
+    # We write the logs: a file size limit lowered for the daemon would cut them (and kill us).
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    _, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_FSIZE, (hard, hard))
     sock = socket.socket(fileno=int(sys.argv[1]))
     Supervisor(sock).serve()
 

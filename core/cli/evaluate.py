@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from ssebench.core.cli.isolation import choose_isolation
+from ssebench.core.cli.isolation import announce, choose_isolation
 from ssebench.core.cli.parser import EXIT_FAILED, EXIT_INTERNAL, EXIT_OK
 from ssebench.core.errors import ConfigError
 from ssebench.core.orchestrator import Progress
@@ -52,7 +52,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     settings = load_settings(SSE_DIFFICULTY=args.difficulty)
     registry = build_registry()
     task = load_task(args.task, registry.checks)
-    mechanism = choose_isolation(args.isolation, quiet=args.quiet)
+    mechanism = choose_isolation(args.isolation)
+    announce(mechanism, quiet=args.quiet)
 
     async def job() -> str:
         async with local_daemon(
@@ -87,7 +88,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
         raise ConfigError("grade needs --task DIR, or --daemon-url URL for a running daemon")
     progress = stderr_progress(args.quiet)
     task = load_task(args.task, registry.checks) if args.task is not None else None
-    mechanism = choose_isolation(args.isolation, quiet=args.quiet) if task else None
+    mechanism = choose_isolation(args.isolation) if task else None
+    announce(mechanism, quiet=args.quiet)
 
     async def job() -> Outcome:
         if task is not None:

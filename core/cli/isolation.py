@@ -13,17 +13,24 @@ UNCONFINED_WARNING = (
 )
 
 
-def choose_isolation(requested: str, *, quiet: bool = False) -> Mechanism:
-    """The mechanism `requested` names (auto: the strongest this machine allows), said on stderr
-    (unless `quiet`; the warning that there is none is always said); none works here: a
-    one-line error naming what to install."""
+def choose_isolation(requested: str) -> Mechanism:
+    """The mechanism `requested` names (auto: the strongest this machine allows); where none
+    works, a one-line error naming what to install. This process becomes undumpable."""
     try:
         mechanism = choose(requested)
     except IsolationError as exc:
         raise ConfigError(str(exc)) from None
+    protect_self()
+    return mechanism
+
+
+def announce(mechanism: Mechanism | None, *, quiet: bool = False) -> None:
+    """Name the mechanism on stderr (unless `quiet`); running unconfined is always said.
+
+    Servers say it once their ports are theirs, so a port in use stays the only line."""
+    if mechanism is None:
+        return
     if mechanism.name == NONE:
         print(f"ssebench: warning: {UNCONFINED_WARNING}", file=sys.stderr, flush=True)
     elif not quiet:
         print(f"ssebench: isolation: {mechanism.description}", file=sys.stderr, flush=True)
-    protect_self()
-    return mechanism

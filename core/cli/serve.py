@@ -11,7 +11,7 @@ import logging
 import os
 import sys
 
-from ssebench.core.cli.isolation import choose_isolation
+from ssebench.core.cli.isolation import announce, choose_isolation
 from ssebench.core.cli.parser import EXIT_OK
 from ssebench.core.cli.startup import loading
 from ssebench.core.errors import ConfigError
@@ -69,6 +69,7 @@ def cmd_daemon(args: argparse.Namespace) -> int:
         from ssebench.daemon.app import create_app
 
     sockets = bind_all([(args.host, args.port)])  # a port in use: one line, nothing announced
+    announce(mechanism)
     warn_remote(args.host, "serving the daemon (it runs the task's checks and serves their logs)")
     app = create_app(
         task,
@@ -129,6 +130,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     logging.getLogger("ssebench").setLevel(logging.INFO)
     listen = [(args.host, args.port)] + ([("127.0.0.1", args.daemon_port)] if task else [])
     sockets = bind_all(listen)
+    announce(mechanism)
     warn_remote(args.host, "serving test_patch")
     where = f"task {task.path}" if task is not None else "sidecar mode"
     url = f"http://{url_host(args.host)}:{args.port}{http.MCP_PATH}"

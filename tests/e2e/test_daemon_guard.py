@@ -12,11 +12,14 @@ from pathlib import Path
 import httpx
 import pytest
 
+from ssebench.daemon.isolation import choose
 from ssebench.testing.servers import clean_env, free_port, ssebench_argv
 
 pytestmark = pytest.mark.timeout(120)
 
-BUILD = 'source = "src"\n[checks.build]\nrun = \'touch "$SSE_TASK_DIR/built"\'\n'
+# The daemon names its isolation on stderr first, once its port is its own.
+ISOLATION = f"ssebench: isolation: {choose().description}"
+BUILD = 'source = "src"\n[checks.build]\nrun = \'touch "$SSE_SOURCE_DIR/built"\'\n'
 
 
 class Daemon:
@@ -81,12 +84,12 @@ def test_a_foreign_host_or_origin_is_refused_before_anything_runs(daemon: Start)
         {"error": "requests from 'http://evil.example' are refused"},
     )
     assert httpx.get(f"{d.url}/v1/logs/x", headers={"Origin": "null"}).status_code == 403
-    assert not (d.task / "built").exists()
+    assert not (d.task / "src" / "built").exists()
     same = httpx.post(run, headers={"Origin": f"http://localhost:{d.port}"})
     assert same.status_code == 200 and same.json()["passed"] is True
-    assert (d.task / "built").exists()
+    assert (d.task / "src" / "built").exists()
     ready = f"ssebench: daemon for {d.task / 'task.toml'} at {d.url} (difficulty 2)"
-    assert d.stderr().splitlines() == [ready]
+    assert d.stderr().splitlines() == [ISOLATION, ready]
 
 
 def test_allowed_host_admits_a_container_name(daemon: Start) -> None:
@@ -99,11 +102,14 @@ def test_allowed_host_admits_a_container_name(daemon: Start) -> None:
 
 def test_another_address_with_allow_remote_warns_and_stays_guarded(daemon: Start) -> None:
     d = daemon("--host", "0.0.0.0", "--allow-remote")
-    assert d.stderr().splitlines()[0] == (
-        "ssebench: warning: serving the daemon (it runs the task's checks and serves their "
-        "logs) on 0.0.0.0, reachable from other machines; the Host and Origin checks stay on "
-        "(--allowed-host adds names)"
-    )
+    assert d.stderr().splitlines()[:2] == [
+        ISOLATION,
+        (
+            "ssebench: warning: serving the daemon (it runs the task's checks and serves their "
+            "logs) on 0.0.0.0, reachable from other machines; the Host and Origin checks stay on "
+            "(--allowed-host adds names)"
+        ),
+    ]
     health = f"{d.url}/v1/health"
     assert httpx.get(health).json() == {"status": "ok", "difficulty": 2}
     assert httpx.get(health, headers={"Host": f"evil.example:{d.port}"}).status_code == 421

@@ -264,12 +264,18 @@ def test_source_tree_gone_after_start_is_an_internal_failure(ssebench_task, tmp_
     assert asyncio.run(test_patch()) == LEVEL_2_EXAMPLE
 
 
-def test_source_tree_removed_by_a_check_is_an_internal_failure(ssebench_task) -> None:
+def test_source_tree_removed_by_a_check_is_an_internal_failure(
+    ssebench_task, tmp_path: Path
+) -> None:
     # The build passes but takes the tree with it: the runner cannot start the next command.
-    build = marked("build", 'rm -rf "$SSE_SOURCE_DIR"')
-    task = ssebench_task({"build": build, "functional": marked("functional", "true")})
+    # (Its markers go elsewhere: the tree they would lie in is gone.)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    build = 'touch "$MARKS/ran.build"; rm -rf "$SSE_SOURCE_DIR"'
+    functional = 'touch "$MARKS/ran.functional"'
+    task = ssebench_task({"build": build, "functional": functional}, env={"MARKS": str(marks)})
     assert task.report(2) == INTERNAL_FAILURE
-    assert ran(task) == {"build"}
+    assert sorted(path.name for path in marks.iterdir()) == ["ran.build"]
 
 
 def test_unreachable_daemon_is_an_internal_failure(tmp_path: Path) -> None:

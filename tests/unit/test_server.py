@@ -130,12 +130,13 @@ def test_tools_list_shows_one_tool_naming_only_the_enabled_checks(
         f"you made. At this difficulty level ({level}) it runs: {runs}. The result lists how "
         "each check ended and shows the log of the failed check. Takes no arguments. A call "
         "runs a full build and test cycle and can take a long time; allow a generous timeout. "
-        "Progress is reported as each check starts and ends."
+        "Progress is reported as each check starts and ends, and at least every 15 s while a "
+        "check runs or the call waits for another call."
     )
     assert tool.input_schema.get("properties", {}) == {}
     assert tool.output_schema is None
     hints = tool.annotations
-    assert (hints.read_only_hint, hints.destructive_hint) == (True, False)
+    assert (hints.read_only_hint, hints.destructive_hint) == (False, False)
     assert (hints.idempotent_hint, hints.open_world_hint) == (True, False)
 
 
@@ -158,11 +159,13 @@ def test_progress_in_memory_names_the_checks_and_withholds_the_rest(
         "build: passed",
         "functional tests: started",
         "functional tests: passed",
+        "finished",
     ]
     values = [progress for progress, _, _ in seen]
     assert values == sorted(set(values)), "progress must increase with every notification"
-    assert {total for _, total, _ in seen} == {2}  # the PoCs and intent tests stay unknown
-    assert values[-1] == 2
+    # Two cases and the report; the PoCs and intent tests stay unknown. The last is the total.
+    assert {total for _, total, _ in seen} == {3}
+    assert values[-1] == 3
 
 
 def test_progress_in_memory_at_level_0_reports_each_poc(tasks: dict[str, TaskHandle]) -> None:
@@ -180,6 +183,7 @@ def test_progress_in_memory_at_level_0_reports_each_poc(tasks: dict[str, TaskHan
         "intent tests: FAILED",
         "functional tests: started",
         "functional tests: FAILED",
+        "finished",
     ]
 
 

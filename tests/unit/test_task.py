@@ -17,6 +17,7 @@ BY_KEY = {check.key: check for check in CHECKS}
 
 def _write(folder: Path, text: str) -> Path:
     (folder / "src").mkdir(exist_ok=True)
+    (folder / "pocs").mkdir(exist_ok=True)  # GOOD's PoC inputs lie there
     path = folder / "task.toml"
     path.write_text(text)
     return path
@@ -39,6 +40,7 @@ run = "make -j2"
 timeout = 1800
 
 [checks.pocs]
+files = ["pocs"]
 cases = ["./rle decode $SSE_TASK_DIR/pocs/crash-1.bin",
          "./rle decode $SSE_TASK_DIR/pocs/crash-2.bin"]
 timeout = 60
@@ -64,14 +66,16 @@ def test_a_good_file_loads_whole(tmp_path: Path) -> None:
         1800.0,
         None,
     )
-    assert (pocs.check, pocs.cases, pocs.timeout) == (
+    assert (pocs.check, pocs.cases, pocs.timeout, pocs.files) == (
         BY_KEY["pocs"],
         (
             "./rle decode $SSE_TASK_DIR/pocs/crash-1.bin",
             "./rle decode $SSE_TASK_DIR/pocs/crash-2.bin",
         ),
         60.0,
+        ((tmp_path / "pocs").resolve(),),
     )
+    assert (task.files, task.env, task.network) == ((), {}, False)
     assert pocs.options == PocOptions(
         triggered_if=TriggeredIf(
             sanitizer=False, signal=True, timeout=True, exit_codes=(3, 4), output_regex="boom"

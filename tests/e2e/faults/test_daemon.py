@@ -149,7 +149,7 @@ def test_daemon_restarted_between_calls(sidecar: Sidecar, scenario: Any) -> None
 
 def _remove_the_spool(sidecar: Sidecar) -> Path:
     """Do what a temp cleaner would: the daemon's spool and its logs gone."""
-    [spool] = sidecar.spool_root().iterdir()
+    [spool] = sidecar.spool_root().glob("ssebench-logs-*")
     for entry in spool.iterdir():
         entry.unlink()
     spool.rmdir()

@@ -1,0 +1,82 @@
+"""The supervisor's view of its process tree: every descendant, found in /proc, and ended.
+
+The supervisor is a child subreaper, so whatever a case started stays below it: these find
+all of it, however it detached itself, and kill it until nothing is left.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Callable
+
+
+def descendants() -> list[int]:
+    """Every live process below this one (zombies excluded: they only wait to be reaped)."""
+    children: dict[int, list[int]] = {}
+    alive: set[int] = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as file:
+                fields = file.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry))
+        if fields[0] not in (b"Z", b"X"):
+            alive.add(int(entry))
+    found, todo = [], [os.getpid()]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return [pid for pid in found if pid in alive]
+
+
+def signal_all(signum: int, *, spare: str = "") -> int:
+    """Send `signum` to every descendant, but those named `spare` (by their comm)."""
+    sent = 0
+    for pid in descendants():
+        if spare and _comm(pid) == spare:
+            continue
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signum)
+            sent += 1
+    return sent
+
+
+def _comm(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as file:
+            return file.read().strip()
+    except OSError:
+        return ""
+
+
+def has_children() -> bool:
+    """Whether any child is left (living, or dead and not reaped): one syscall, where a scan of
+    /proc costs milliseconds. A subreaper with no child has no descendant at all."""
+    try:
+        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return False
+    return True
+
+
+def kill_all(reap: Callable[[], None]) -> int:
+    """SIGKILL every descendant until none is left (a fork between scans is caught next time)."""
+    killed = 0
+    for _ in range(1000):
+        reap()
+        if not has_children():
+            return killed
+        sent = signal_all(signal.SIGKILL)
+        reap()
+        if not sent:
+            return killed
+        killed += sent
+        time.sleep(0.001)
+    return killed
