@@ -25,7 +25,7 @@ from starlette.applications import Starlette
 from ssebench.core.daemons.native import HttpDaemon
 from ssebench.core.registry import Registry
 from ssebench.daemon.app import create_app, spool_lookup
-from ssebench.daemon.task import load_task
+from ssebench.daemon.task import Task, load_task
 
 _QUEUE_CHUNKS = 8  # at most this many body chunks wait for the reader
 
@@ -37,10 +37,15 @@ def attach(app: Starlette, client: httpx.AsyncClient) -> HttpDaemon:
 
 @contextlib.asynccontextmanager
 async def local_daemon(
-    task_path: Path, registry: Registry, level: int | None
+    task: Path | Task, registry: Registry, level: int | None
 ) -> AsyncIterator[HttpDaemon]:
-    """Our daemon app in-process, reached over the same HTTP API without a port."""
-    task = load_task(task_path, registry.checks)
+    """Our daemon app in-process, reached over the same HTTP API without a port.
+
+    `task` is a task folder (or its task.toml), or a task already loaded: a grade's runs on a
+    pristine copy of the source are the task with its `source` replaced.
+    """
+    if not isinstance(task, Task):
+        task = load_task(task, registry.checks)
     with tempfile.TemporaryDirectory(prefix="ssebench-spool-") as spool:
         app = create_app(task, registry, level, spool=Path(spool))
         transport = StreamingASGITransport(app)
