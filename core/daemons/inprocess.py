@@ -25,6 +25,7 @@ from starlette.applications import Starlette
 from ssebench.core.daemons.native import HttpDaemon
 from ssebench.core.registry import Registry
 from ssebench.daemon.app import create_app, spool_lookup
+from ssebench.daemon.guard import disown_folder, own_folder
 from ssebench.daemon.task import Task, load_task
 
 _QUEUE_CHUNKS = 8  # at most this many body chunks wait for the reader
@@ -47,10 +48,14 @@ async def local_daemon(
     if not isinstance(task, Task):
         task = load_task(task, registry.checks)
     with tempfile.TemporaryDirectory(prefix="ssebench-spool-") as spool:
-        app = create_app(task, registry, level, spool=Path(spool))
-        transport = StreamingASGITransport(app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://daemon") as client:
-            yield attach(app, client)
+        own_folder(Path(spool))  # gone even if we are killed
+        try:
+            app = create_app(task, registry, level, spool=Path(spool))
+            transport = StreamingASGITransport(app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://daemon") as client:
+                yield attach(app, client)
+        finally:
+            disown_folder(Path(spool))
 
 
 class StreamingASGITransport(httpx.AsyncBaseTransport):
