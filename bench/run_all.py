@@ -23,6 +23,7 @@ from typing import TextIO
 sys.path.insert(0, str(Path(__file__).parent))
 
 import biglog
+import grading
 import overhead
 import responsiveness
 import startup
@@ -33,6 +34,7 @@ BENCHMARKS = {
     "startup": startup,
     "biglog": biglog,
     "responsiveness": responsiveness,
+    "grading": grading,
 }
 BLOCK = re.compile(r"(<!-- figures:begin -->\n).*?(<!-- figures:end -->)", re.DOTALL)
 
