@@ -83,9 +83,14 @@ def _error_line(grade_log: Path) -> str:
 
 
 async def _stop(proc: asyncio.subprocess.Process) -> None:
-    """Ctrl+C for the grade (it removes its scratch copy and stops its case), then SIGKILL."""
+    """Ctrl+C for the grade (it removes its scratch copy and stops its case), then SIGKILL.
+
+    A grade inherits an ignored SIGINT from us (a run started in the background by a script):
+    it then gets SIGTERM, and its guard process stops its case and removes its scratch copy.
+    """
+    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
     with contextlib.suppress(ProcessLookupError):
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGTERM if ignored else signal.SIGINT)
     try:
         await asyncio.wait_for(proc.wait(), STOP_SECONDS)
     except TimeoutError:
@@ -128,8 +133,13 @@ async def grade_one(
     if code in (0, 1) and isinstance(result, dict) and isinstance(result.get("resolved"), bool):
         write_json(folder / RESULT, result)
         return Graded(prediction, _verdict(result), seconds=seconds)
-    ended = f"killed by signal {-code}" if code and code < 0 else f"exit status {code}"
-    return Graded(prediction, ERROR, f"{ended}: {_error_line(folder / GRADE_LOG)}", seconds=seconds)
+    if code in (0, 1):
+        error = f"exit status {code} but no verdict on stdout"
+    elif code is not None and code < 0:
+        error = f"killed by signal {-code}"
+    else:
+        error = f"exit status {code}: {_error_line(folder / GRADE_LOG)}"
+    return Graded(prediction, ERROR, error, seconds=seconds)
 
 
 async def grade_all(

@@ -5,8 +5,11 @@ whose union is the whole run, and bad lines that cost nothing but themselves."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,7 +18,7 @@ import pytest
 
 from ssebench.testing import task_toml
 
-from .test_grade_patch import BUILD_OUTPUTS, EXAMPLES, tree_hash
+from .test_grade_patch import BUILD_OUTPUTS, CLI, EXAMPLES, tree_hash
 from .test_validate import FIX, SOUND
 
 pytestmark = pytest.mark.timeout(600)
@@ -163,3 +166,31 @@ def test_bad_flags_are_one_line(
     done = run_cli("grade", "--tasks", str(tmp_path), *map(filled, args))
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == f"ssebench: error: {filled(error)}\n"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_stopped_run_leaves_no_scratch_and_resumes(
+    run_cli: RunCli, tmp_path: Path, sig: signal.Signals
+) -> None:
+    tasks, tmpdir, out = tmp_path / "tasks", tmp_path / "tmpdir", tmp_path / "out"
+    (tasks / "slow" / "src").mkdir(parents=True)
+    tmpdir.mkdir()
+    toml = tasks / "slow" / "task.toml"
+    toml.write_text(task_toml({"build": "touch started; sleep 60"}))
+    preds = tmp_path / "p.jsonl"
+    preds.write_text('{"task": "slow", "patch": "", "model": "a"}\n'
+                     '{"task": "slow", "patch": "", "model": "b"}\n')  # fmt: skip
+    args = ["--tasks", str(tasks), "--predictions", str(preds), "--out", str(out), "-j", "2"]
+    proc = subprocess.Popen([*CLI, "grade", *args], env={**os.environ, "TMPDIR": str(tmpdir)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while len(list(tmpdir.glob("ssebench-grade-*/*/started"))) < 2:
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    proc.send_signal(sig)
+    proc.communicate(timeout=30)
+    assert proc.returncode == (143 if sig == signal.SIGTERM else 130)
+    assert list(tmpdir.iterdir()) == []
+    assert list(out.glob("*/*/result.json")) == []
+    toml.write_text(task_toml({"build": "true"}))
+    assert run(run_cli, tasks, preds, out)["summary"]["resolved_ids"] == ["a/slow", "b/slow"]

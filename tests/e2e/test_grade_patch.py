@@ -105,43 +105,42 @@ def statuses(answer: dict[str, Any]) -> dict[str, tuple[str, list[bool]]]:
     return {c["key"]: (c["status"], [x["passed"] for x in c["cases"]]) for c in answer["checks"]}
 
 
-def test_the_fix_resolves_and_every_case_log_is_saved(
-    run_cli: RunCli, c_rle: Path, scratch_env: dict[str, str], tmp_path: Path
-) -> None:
-    env = scratch_env
-    logs = tmp_path / "logs"
-    code, answer, _ = grade(run_cli, c_rle, c_rle / "fix.patch", env, "--logs", str(logs))
-    assert (code, answer["resolved"], answer["patch"]) == (
-        0,
-        True,
-        {"applied": True, "error": None},
-    )
-    assert statuses(answer) == {
-        "build": ("passed", [True]),
-        "pocs": ("passed", [True, True, True]),
-        "intent": ("passed", [True]),
-        "functional": ("passed", [True]),
-    }
-    assert sorted(p.name for p in logs.iterdir()) == [
-        "build-0.log", "functional-0.log", "intent-0.log", "pocs-0.log", "pocs-1.log", "pocs-2.log",
-    ]  # fmt: skip
-    assert b"rle" in (logs / "build-0.log").read_bytes()  # the compiler's command lines
+LOGS = ["build-0.log", "functional-0.log", "intent-0.log"]
+PASSED = ("passed", [True])
 
 
-def test_the_partial_fix_is_unresolved_at_the_second_poc(
-    run_cli: RunCli, c_rle: Path, scratch_env: dict[str, str], tmp_path: Path
+@pytest.mark.parametrize(
+    ("patch", "code", "checks", "logs"),
+    [
+        ("fix.patch", 0, {"build": PASSED, "pocs": ("passed", [True, True, True]),
+                          "intent": PASSED, "functional": PASSED},
+         [*LOGS, "pocs-0.log", "pocs-1.log", "pocs-2.log"]),
+        # Unresolved at the second PoC: a grade stops at the first that still triggers.
+        ("partial.patch", 1, {"build": PASSED, "pocs": ("failed", [True, False]),
+                              "intent": ("failed", [False]), "functional": PASSED},
+         [*LOGS, "pocs-0.log", "pocs-1.log"]),
+    ],
+)  # fmt: skip
+def test_the_fix_and_the_partial_fix_with_every_case_log(
+    run_cli: RunCli,
+    c_rle: Path,
+    scratch_env: dict[str, str],
+    tmp_path: Path,
+    patch: str,
+    code: int,
+    checks: dict[str, tuple[str, list[bool]]],
+    logs: list[str],
 ) -> None:
-    env = scratch_env
-    logs = tmp_path / "logs"
-    code, answer, _ = grade(run_cli, c_rle, c_rle / "partial.patch", env, "--logs", str(logs))
-    assert (code, answer["resolved"], answer["patch"]["applied"]) == (1, False, True)
-    assert statuses(answer) == {
-        "build": ("passed", [True]),
-        "pocs": ("failed", [True, False]),  # the grade stops at the first that still triggers
-        "intent": ("failed", [False]),
-        "functional": ("passed", [True]),
-    }
-    assert b"ERROR: AddressSanitizer: heap-buffer-overflow" in (logs / "pocs-1.log").read_bytes()
+    saved = tmp_path / "logs"
+    found = grade(run_cli, c_rle, c_rle / patch, scratch_env, "--logs", str(saved))
+    answer = found[1]
+    assert (found[0], answer["resolved"], answer["patch"]) == (
+        code, code == 0, {"applied": True, "error": None},
+    )  # fmt: skip
+    assert statuses(answer) == checks
+    assert sorted(p.name for p in saved.iterdir()) == sorted(logs)
+    asan = b"ERROR: AddressSanitizer: heap-buffer-overflow"
+    assert (asan in (saved / "pocs-1.log").read_bytes()) == (code == 1)
 
 
 def test_a_patch_that_does_not_apply_runs_no_check(
