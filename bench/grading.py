@@ -22,8 +22,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from _common import CLI, machine, median, parser, run, scratch, table, verdict
+from _common import machine, median, parser, run, scratch, table, verdict
 
+from ssebench.core.cli.run import SSEBENCH
 from ssebench.daemon.scratch import copy_tree
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -60,8 +61,8 @@ def shell_loop(tasks: Path, rows: list[dict[str, str]], out: Path) -> Callable[[
     for row in rows:
         patch = out / f"{row['model']}.diff"
         patch.write_text(row["patch"])
-        args = [*CLI, "grade", "--task", str(tasks / row["task"]), "--patch", str(patch), "--quiet"]
-        lines.append(f"{shlex.join(args)} > {out / row['model']}.json || true")
+        args = ["grade", "--task", str(tasks / row["task"]), "--patch", str(patch), "--quiet"]
+        lines.append(f"{shlex.join([*SSEBENCH, *args])} > {out / row['model']}.json || true")
     script = out / "loop.sh"
     script.write_text("\n".join(lines) + "\n")
 
@@ -81,7 +82,7 @@ def batch(tasks: Path, predictions: Path, out: Path, jobs: int) -> Callable[[], 
     def graded() -> float:
         shutil.rmtree(out, ignore_errors=True)
         started = time.perf_counter()
-        subprocess.run([*CLI, *args, "-j", str(jobs)], capture_output=True, check=False)
+        subprocess.run([*SSEBENCH, *args, "-j", str(jobs)], capture_output=True, check=False)
         return time.perf_counter() - started
 
     return graded

@@ -17,7 +17,6 @@ import json
 import os
 import shutil
 import signal
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -27,7 +26,6 @@ from typing import Any
 
 from ssebench.core.predictions import BadLine, Prediction
 
-GRADE_COMMAND = (sys.executable, "-c", "from ssebench.core.cli import main; main()")
 RESULT, PATCH, LOGS, GRADE_LOG = "result.json", "patch.diff", "logs", "grade.log"
 STOP_SECONDS = 10.0  # a grade told to stop (Ctrl+C) gets this long to clean up, then SIGKILL
 RESOLVED, UNRESOLVED, ERROR = "resolved", "unresolved", "error"
@@ -100,9 +98,10 @@ async def _stop(proc: asyncio.subprocess.Process) -> None:
 
 
 async def grade_one(
-    prediction: Prediction, tasks: Path, out: Path, command: Sequence[str] = GRADE_COMMAND
+    prediction: Prediction, tasks: Path, out: Path, command: Sequence[str]
 ) -> Graded:
-    """Grade one prediction in a process of its own; its verdict and files under `out`."""
+    """Grade one prediction by `command grade --task --patch` (`command` is how to run
+    ssebench); its verdict, and its files under `out`."""
     folder = out / prediction.folder
     task = tasks / prediction.task
     started = time.monotonic()
@@ -148,8 +147,8 @@ async def grade_all(
     out: Path,
     *,
     jobs: int = 1,
+    command: Sequence[str],
     on_graded: Callable[[Graded], None] = lambda graded: None,
-    command: Sequence[str] = GRADE_COMMAND,
 ) -> list[Graded]:
     """Every item's verdict, in the items' order; `jobs` grades at once, done ones skipped."""
     slots = asyncio.Semaphore(jobs)

@@ -139,6 +139,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def _grade_run(args: argparse.Namespace) -> int:
     from ssebench.core.batch import Graded, grade_all, summarize, write_json
     from ssebench.core.cli.batch_progress import batch_report
+    from ssebench.core.cli.run import SSEBENCH
     from ssebench.core.predictions import in_shard, parse_shard, read_predictions
 
     if args.patch is not None or args.logs is not None:
@@ -162,7 +163,7 @@ def _grade_run(args: argparse.Namespace) -> int:
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
         with batch_report(len(items), args.predictions) as report:
             return await grade_all(
-                items, args.tasks, args.out, jobs=args.jobs or 1, on_graded=report
+                items, args.tasks, args.out, jobs=args.jobs or 1, command=SSEBENCH, on_graded=report
             )
 
     try:

@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
+from ssebench.core.cli.run import SSEBENCH
 from ssebench.testing import task_toml
 
-from .test_grade_patch import BUILD_OUTPUTS, CLI, EXAMPLES, tree_hash
+from .test_grade_patch import BUILD_OUTPUTS, EXAMPLES, tree_hash
 from .test_validate import FIX, SOUND
 
 pytestmark = pytest.mark.timeout(600)
@@ -181,7 +182,7 @@ def test_a_stopped_run_leaves_no_scratch_and_resumes(
     preds.write_text('{"task": "slow", "patch": "", "model": "a"}\n'
                      '{"task": "slow", "patch": "", "model": "b"}\n')  # fmt: skip
     args = ["--tasks", str(tasks), "--predictions", str(preds), "--out", str(out), "-j", "2"]
-    proc = subprocess.Popen([*CLI, "grade", *args], env={**os.environ, "TMPDIR": str(tmpdir)},
+    proc = subprocess.Popen([*SSEBENCH, "grade", *args], env={**os.environ, "TMPDIR": str(tmpdir)},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
     deadline = time.monotonic() + 60
     while len(list(tmpdir.glob("ssebench-grade-*/*/started"))) < 2:

@@ -11,7 +11,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -19,12 +18,12 @@ from typing import Any
 
 import pytest
 
+from ssebench.core.cli.run import SSEBENCH
 from ssebench.testing import TaskHandle
 
 pytestmark = pytest.mark.timeout(300)
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-CLI = [sys.executable, "-c", "from ssebench.core.cli import main; main()"]
 BUILD_OUTPUTS = shutil.ignore_patterns("*.o", "rle", "test_rle", "__pycache__", "*.pyc")
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -269,8 +268,9 @@ def test_a_stopped_grade_leaves_no_scratch_copy(
     task = ssebench_task({"build": "touch started; sleep 60"}, files={"a.txt": "a\n"}).path
     empty = tmp_path / "empty.patch"
     empty.write_text("")
-    proc = subprocess.Popen([*CLI, "grade", "--task", str(task), "--patch", str(empty), "--quiet"],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    args = ["grade", "--task", str(task), "--patch", str(empty), "--quiet"]
+    proc = subprocess.Popen([*SSEBENCH, *args], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
     deadline = time.monotonic() + 60
     while not list(tmpdir.glob("ssebench-grade-*/*/started")):
         assert time.monotonic() < deadline and proc.poll() is None

@@ -68,8 +68,8 @@ def test_verdicts_errors_and_what_a_rerun_skips(tmp_path: Path, stand_in: list[s
     ]
     seen: list[str] = []
     graded = asyncio.run(
-        grade_all(items, tasks, out, jobs=2, on_graded=lambda g: seen.append(g.verdict),
-                  command=stand_in)
+        grade_all(items, tasks, out, jobs=2, command=stand_in,
+                  on_graded=lambda g: seen.append(g.verdict))
     )  # fmt: skip
     assert [(g.verdict, g.error, g.earlier) for g in graded] == [
         (RESOLVED, None, False),
