@@ -27,18 +27,17 @@ ERROR_CHARS = 2000  # git names every failed hunk; one line of JSON stays readab
 
 
 def copy_tree(source: Path, destination: Path) -> None:
-    """`source`'s contents into the new folder `destination`, modes, times and links kept."""
-    if shutil.which("cp") is None:
-        shutil.copytree(source, destination, symlinks=True)
-        return
-    done = subprocess.run(
-        ["cp", "-a", "--reflink=auto", "--", str(source), str(destination)],
-        capture_output=True,
-        text=True,
-        errors="replace",
-    )
-    if done.returncode != 0:
-        raise OSError(f"cannot copy {source}: {one_line(done.stderr)}")
+    """`source`'s contents into the new folder `destination`, modes, times and links kept.
+
+    Without GNU cp (busybox has no --reflink), or when it fails, Python copies instead; a
+    failure of that (a full disk) is raised as OSError.
+    """
+    if shutil.which("cp") is not None:
+        argv = ["cp", "-a", "--reflink=auto", "--", str(source), str(destination)]
+        if subprocess.run(argv, capture_output=True).returncode == 0:
+            return
+        _remove(destination)
+    shutil.copytree(source, destination, symlinks=True)
 
 
 def one_line(message: str) -> str:
@@ -121,4 +120,5 @@ def _remove(folder: Path) -> None:
             os.chmod(os.path.dirname(path), 0o700)
             function(path)
 
-    shutil.rmtree(folder, onerror=unlock)
+    if folder.exists():
+        shutil.rmtree(folder, onerror=unlock)
