@@ -155,17 +155,34 @@ def test_a_patch_that_does_not_apply_runs_no_check(
     assert stderr == f"ssebench: the patch does not apply: {error}\n"
 
 
-def test_a_path_that_leaves_the_tree_is_refused(
-    run_cli: RunCli, c_rle: Path, scratch_env: dict[str, str], tmp_path: Path
-) -> None:
-    env = scratch_env
-    evil = tmp_path / "evil.patch"
-    evil.write_text(
+ESCAPES = {
+    "a path out of the tree": (
         "diff --git a/../evil b/../evil\nnew file mode 100644\n--- /dev/null\n+++ b/../evil\n"
-        "@@ -0,0 +1 @@\n+owned\n"
-    )
-    code, answer, _ = grade(run_cli, c_rle, evil, env)
-    assert (code, answer["patch"]) == (1, {"applied": False, "error": "invalid path '../evil'"})
+        "@@ -0,0 +1 @@\n+owned\n",
+        "invalid path '../evil'",
+    ),
+    "a file through a new symbolic link": (
+        "diff --git a/out b/out\nnew file mode 120000\n--- /dev/null\n+++ b/out\n@@ -0,0 +1 @@\n"
+        "+{outside}\n\\ No newline at end of file\n"
+        "diff --git a/out/evil b/out/evil\nnew file mode 100644\n--- /dev/null\n+++ b/out/evil\n"
+        "@@ -0,0 +1 @@\n+owned\n",
+        "affected file 'out/evil' is beyond a symbolic link",
+    ),
+}
+
+
+@pytest.mark.parametrize("escape", ESCAPES)
+def test_a_patch_that_writes_outside_the_tree_is_refused(
+    run_cli: RunCli, c_rle: Path, scratch_env: dict[str, str], tmp_path: Path, escape: str
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    text, error = ESCAPES[escape]
+    evil = tmp_path / "evil.patch"
+    evil.write_text(text.format(outside=outside))
+    code, answer, _ = grade(run_cli, c_rle, evil, scratch_env)
+    assert (code, answer["patch"]) == (1, {"applied": False, "error": error})
+    assert list(outside.iterdir()) == []
     assert not (tmp_path / "evil").exists() and not (c_rle / "evil").exists()
 
 
