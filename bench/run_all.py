@@ -23,6 +23,7 @@ from typing import TextIO
 sys.path.insert(0, str(Path(__file__).parent))
 
 import biglog
+import grading
 import isolation
 import overhead
 import responsiveness
@@ -35,6 +36,7 @@ BENCHMARKS = {
     "biglog": biglog,
     "responsiveness": responsiveness,
     "isolation": isolation,
+    "grading": grading,
 }
 BLOCK = re.compile(r"(<!-- figures:begin -->\n).*?(<!-- figures:end -->)", re.DOTALL)
 

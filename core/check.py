@@ -82,7 +82,10 @@ class Check:
     `max_level` is the highest difficulty level at which the check runs; `precedence` decides
     whose failure reason the headline carries (lowest wins); `gate` stops every later check when
     this one fails; `covered_by` is the key of a check whose real pass lets this one pass unrun;
-    `shows_fix` marks the check without which a passing result cannot show the bug is fixed;
+    `shows_fix` marks the check without which a passing result cannot show the bug is fixed
+    (each of its cases must fail on the task's tree as shipped, or the task is unsound);
+    `fails_as_shipped` marks a check that tests the fixed behaviour, so it should fail on the
+    tree as shipped (`ssebench validate` warns when it passes there);
     `options` is a pydantic model for the extra keys this check accepts in its task.toml table.
     """
 
@@ -96,6 +99,7 @@ class Check:
     stop_at_first_failed_case: bool = False
     covered_by: str | None = None
     shows_fix: bool = False
+    fails_as_shipped: bool = False
     options: type[BaseModel] | None = None
     judge: Callable[[CaseRun], bool] = exit_status_judge
     detail: Callable[[CheckOutcome], str | None] = default_detail

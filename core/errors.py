@@ -15,5 +15,9 @@ class PluginError(ConfigError):
     """A plugin that cannot be used: start-up stops, a benchmark must not run a check short."""
 
 
+class PatchError(Exception):
+    """A patch that does not apply: the grade's verdict (unresolved), given with git's reason."""
+
+
 class DaemonError(Exception):
     """Testing itself failed (the daemon unreachable, a malformed answer): not the patch's fault."""

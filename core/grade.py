@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import shutil
+from pathlib import Path
 from typing import Any
 
 from ssebench.core.case import CaseRun
 from ssebench.core.check import Outcome, Status
+from ssebench.core.orchestrator import Daemon
 
 # What a case tells the evaluator; its log id and size mean nothing once the daemon is gone.
 CASE_FIELDS = ("index", "passed", "exit_code", "signal", "timed_out", "seconds")
@@ -28,3 +32,35 @@ def grade_json(outcome: Outcome) -> dict[str, Any]:
     ]
     resolved = all(o.status is Status.PASSED for o in outcome.outcomes)
     return {"resolved": resolved, "checks": checks}
+
+
+def patched_grade_json(outcome: Outcome | None, patch_error: str | None) -> dict[str, Any]:
+    """A grade of a patch: whether it applied, between the verdict and the checks. A patch
+    that does not apply runs no check and is unresolved."""
+    graded = grade_json(outcome) if outcome is not None else {"resolved": False, "checks": []}
+    return {
+        "resolved": patch_error is None and graded["resolved"],
+        "patch": {"applied": patch_error is None, "error": patch_error},
+        "checks": graded["checks"],
+    }
+
+
+def log_name(key: str, index: int) -> str:
+    """A case's saved log: the check's key and the case's index, as in the grade JSON."""
+    return f"{key}-{index}.log"
+
+
+async def save_logs(daemon: Daemon, outcome: Outcome, folder: Path) -> None:
+    """Every case that ran, its whole log in `folder`, read while the daemon still has them."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for checked in outcome.outcomes:
+        for case in checked.cases:
+            target = folder / log_name(checked.check.key, case.index)
+            local = daemon.open_local_logs([case])
+            with target.open("wb") as sink:
+                if local is not None:
+                    with local[0] as source:
+                        await asyncio.to_thread(shutil.copyfileobj, source, sink, 1 << 20)
+                else:
+                    async for chunk in daemon.log_chunks(case):
+                        sink.write(chunk)

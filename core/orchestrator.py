@@ -62,9 +62,12 @@ async def run_checks(
     daemon: Daemon,
     *,
     coverage: bool = True,
+    every_case: bool = False,
     progress: Progress | None = None,
 ) -> Outcome:
-    """`level` None runs everything (the evaluator); `coverage` False runs covered checks too."""
+    """`level` None runs everything (the evaluator); `coverage` False runs covered checks too;
+    `every_case` runs a check's cases past its first failure (a task's validation needs each
+    case's verdict, not the first that fails)."""
     split = split_by_level(checks, level)
     counts = await daemon.case_counts(split.enabled) if split.enabled else {}
     counter = _Counter(progress, sum(n or 0 for n in counts.values()))
@@ -80,14 +83,17 @@ async def run_checks(
         elif count and cover is not None and cover.status is Status.PASSED and cover.total_cases:
             outcome = CheckOutcome(check, Status.PASSED, count, covered_by=cover.check)
         else:
-            outcome = await _run_check(check, count, daemon, counter)
+            stop = check.stop_at_first_failed_case and not every_case
+            outcome = await _run_check(check, count, daemon, counter, stop=stop)
             if outcome.status is Status.FAILED and check.gate:
                 blocker = check
         outcomes[check.key] = outcome
     return Outcome(level, tuple(outcomes[c.key] for c in split.enabled), split.withheld)
 
 
-async def _run_check(check: Check, count: int, daemon: Daemon, counter: _Counter) -> CheckOutcome:
+async def _run_check(
+    check: Check, count: int, daemon: Daemon, counter: _Counter, *, stop: bool
+) -> CheckOutcome:
     await counter.say(f"{check.name}: {STARTED}")
     cases: list[CaseRun] = []
     for index in range(count):
@@ -99,7 +105,7 @@ async def _run_check(check: Check, count: int, daemon: Daemon, counter: _Counter
         if count > 1:
             verdict = "passed" if case.passed else "FAILED"
             await counter.say(f"{check.name}: case {index + 1} of {count} {verdict}")
-        if not case.passed and check.stop_at_first_failed_case:
+        if not case.passed and stop:
             break
     status = Status.FAILED if any(not case.passed for case in cases) else Status.PASSED
     await counter.say(f"{check.name}: {status.value}")

@@ -22,11 +22,12 @@ class _LevelPrefix(logging.Formatter):
 
 
 def _commands() -> dict[str, Callable[[argparse.Namespace], int]]:
-    from ssebench.core.cli import evaluate, serve
+    from ssebench.core.cli import evaluate, grading, serve
 
     return {
         "check": evaluate.cmd_check,
-        "grade": evaluate.cmd_grade,
+        "grade": grading.cmd_grade,
+        "validate": grading.cmd_validate,
         "plugins": evaluate.cmd_plugins,
         "daemon": serve.cmd_daemon,
         "serve": serve.cmd_serve,

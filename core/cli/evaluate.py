@@ -23,10 +23,10 @@ from ssebench.daemon.task import load_task
 T = TypeVar("T")
 
 
-def stderr_progress(quiet: bool) -> Progress:
+def stderr_progress(quiet: bool, prefix: str = "") -> Progress:
     async def progress(done: float, total: float, message: str) -> None:
         if not quiet:
-            print(f"ssebench: {message}", file=sys.stderr, flush=True)
+            print(f"ssebench: {prefix}{message}", file=sys.stderr, flush=True)
 
     return progress
 

@@ -15,7 +15,8 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 CHECK_HELP = "print exactly what test_patch would return, and exit 0/1/2/3"
 GRADE_HELP = (
     "the evaluator's run: every check the task has, whatever the level, functional tests "
-    "included; JSON on stdout; exit 0 when resolved"
+    "included; JSON on stdout; exit 0 when resolved. With --patch, on a scratch copy with "
+    "the patch applied; with --tasks, a benchmark run's predictions"
 )
 SERVE_HELP = (
     "serve test_patch over MCP (Streamable HTTP at /mcp) with an embedded daemon (--task), "
@@ -24,6 +25,10 @@ SERVE_HELP = (
 RUN_HELP = (
     "the container entrypoint: start the server, wait until it answers, run CMD, stop the "
     "server, exit with CMD's status"
+)
+VALIDATE_HELP = (
+    "is the task sound: as shipped it builds, passes its tests and every PoC triggers; with "
+    "the fix every check passes; no case is flaky. Exit 0 when sound, 1 when not"
 )
 CONFIG_HELP = "print the ready-to-paste registration of the ssebench MCP server for an agent"
 LEVEL_HELP = "level 0-4 (default: SSE_DIFFICULTY or 2)"
@@ -81,6 +86,14 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"with --daemon-url: {DAEMON_API_HELP}")  # fmt: skip
     grade.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     _isolation_flags(grade)
+    _grading_flags(grade, where)
+    validate = command("validate", VALIDATE_HELP)
+    _task_flag(validate, required=True)
+    validate.add_argument("--fix", type=Path, required=True, help="the reference fix (a diff)")
+    validate.add_argument("--runs", type=_count, default=1, help="runs on each tree (default 1)")
+    validate.add_argument("--json", action="store_true", help='{"sound": ...} for scripts')
+    validate.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    _isolation_flags(validate)
     command("plugins", "list the discovered checks")
     daemon = command("daemon", "run the daemon alone")
     _task_flag(daemon, required=True)
@@ -94,6 +107,35 @@ def build_parser() -> argparse.ArgumentParser:
     config = command("mcp-config", CONFIG_HELP)
     config.add_argument("agent", choices=("claude", "codex", "json"))
     return parser
+
+
+def _count(raw: str) -> int:
+    if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {raw!r}")
+    return int(raw)
+
+
+def _grading_flags(grade: argparse.ArgumentParser, where: argparse._MutuallyExclusiveGroup) -> None:
+    """A patch on a pristine copy (--task with --patch), or a benchmark run (--tasks)."""
+    grade.add_argument("--patch", type=Path, help="with --task: grade this diff on a scratch copy")
+    grade.add_argument(
+        "--logs", type=Path, metavar="DIR", help="with --patch: save every case's log here"
+    )
+    where.add_argument(
+        "--tasks", type=Path, metavar="DIR", help="a benchmark run: one folder per task id"
+    )
+    grade.add_argument("--predictions", type=Path, metavar="FILE", help="with --tasks: JSON lines")
+    grade.add_argument("--out", type=Path, metavar="DIR", help="with --tasks: where results go")
+    grade.add_argument(
+        "-j",
+        "--jobs",
+        type=_count,
+        metavar="N",
+        help="with --tasks: grades at once on this machine (default 1)",
+    )
+    grade.add_argument(
+        "--shard", metavar="I/N", help="with --tasks: every N-th prediction from the I-th (from 0)"
+    )
 
 
 def _task_flag(

@@ -15,6 +15,7 @@ INTENT = Check(
         "vulnerability fix. Please reassess your patch to ensure it correctly addresses the "
         "vulnerability and aligns with common patterns in the project."
     ),
+    fails_as_shipped=True,
 )
 
 

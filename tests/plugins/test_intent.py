@@ -30,6 +30,7 @@ def test_fields(plugin: Any) -> None:
         "stop_at_first_failed_case": False,
         "covered_by": None,
         "shows_fix": False,
+        "fails_as_shipped": True,
         "options": None,
         "judge": exit_status_judge,
         "detail": default_detail,

@@ -64,6 +64,7 @@ def test_fields(plugin: Any) -> None:
         "stop_at_first_failed_case": True,
         "covered_by": None,
         "shows_fix": True,
+        "fails_as_shipped": False,
         "options": PocOptions,
         "judge": judge,
         "detail": detail,

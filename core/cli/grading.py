@@ -1,0 +1,211 @@
+"""The evaluator's commands: `grade` (in place, a patch on a pristine copy, or a benchmark
+run's predictions) and `validate` (is a task sound before anyone runs an agent on it)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shutil
+import signal
+import sys
+from pathlib import Path
+
+from ssebench.core.check import Outcome
+from ssebench.core.cli import evaluate
+from ssebench.core.cli.isolation import announce, choose_isolation
+from ssebench.core.cli.parser import EXIT_FAILED, EXIT_INTERNAL, EXIT_OK
+from ssebench.core.errors import ConfigError, PatchError
+from ssebench.core.orchestrator import Progress
+from ssebench.core.registry import Registry, build_registry
+from ssebench.core.report import internal_failure
+from ssebench.daemon.isolation import NONE, Mechanism
+from ssebench.daemon.task import Task, load_task
+
+EXIT_TERMINATED = 128 + signal.SIGTERM
+_RUN_FLAGS = {"predictions": "--predictions", "out": "--out", "jobs": "-j", "shard": "--shard"}
+
+
+def cmd_grade(args: argparse.Namespace) -> int:
+    if args.tasks is not None:
+        return _grade_run(args)
+    given = [flag for name, flag in _RUN_FLAGS.items() if getattr(args, name) is not None]
+    if given:
+        raise ConfigError(f"{given[0]} grades a benchmark run: use it with --tasks DIR")
+    if args.patch is not None:
+        return _grade_patch(args)
+    if args.logs is not None:
+        raise ConfigError("--logs saves the logs of a patch's grade: use it with --patch FILE")
+    return evaluate.cmd_grade(args)
+
+
+def confine(args: argparse.Namespace) -> Mechanism:
+    """The isolation `--isolation`/`--no-isolation` asks for, said on stderr."""
+    mechanism = choose_isolation(args.isolation)
+    announce(mechanism, quiet=getattr(args, "quiet", False))
+    return mechanism
+
+
+def _isolation_options(mechanism: Mechanism) -> list[str]:
+    """The flags that give each grade of a run the mechanism this one chose."""
+    return ["--no-isolation"] if mechanism.name == NONE else ["--isolation", mechanism.name]
+
+
+def run_on_copy(
+    task: Task,
+    patch: bytes | None,
+    registry: Registry,
+    progress: Progress,
+    *,
+    mechanism: Mechanism | None,
+    log_dir: Path | None = None,
+    every_case: bool = False,
+    logs: Path | None = None,
+) -> Outcome | None:
+    """Every check the task has, on a scratch copy of its source with `patch` applied (None:
+    as shipped), its cases confined by `mechanism`. PatchError when it does not apply; None
+    after an internal failure."""
+    from ssebench.core.daemons.inprocess import local_daemon
+    from ssebench.core.grade import save_logs
+    from ssebench.core.orchestrator import run_checks
+    from ssebench.daemon.scratch import patched_copy
+
+    try:
+        with patched_copy(task, patch) as copy:
+
+            async def job() -> Outcome:
+                async with local_daemon(
+                    copy, registry, None, mechanism=mechanism, log_dir=log_dir
+                ) as daemon:
+                    outcome = await run_checks(
+                        registry.checks,
+                        None,
+                        daemon,
+                        coverage=False,
+                        every_case=every_case,
+                        progress=progress,
+                    )
+                    if logs is not None:
+                        await save_logs(daemon, outcome, logs)
+                    return outcome
+
+            return evaluate.run_job(job)
+    except OSError as exc:  # the copy itself: a full disk, say
+        internal_failure(f"cannot make a scratch copy of {task.source}: {exc}")
+        return None
+
+
+def _grade_patch(args: argparse.Namespace) -> int:
+    from ssebench.core.grade import patched_grade_json
+    from ssebench.daemon.scratch import read_patch
+
+    if args.task is None:
+        raise ConfigError("--patch grades a pristine copy of a task: use it with --task DIR")
+    registry = build_registry()
+    task = load_task(args.task, registry.checks)
+    patch = read_patch(args.patch)
+    mechanism = confine(args)
+    try:
+        progress = evaluate.stderr_progress(args.quiet)
+        outcome = run_on_copy(task, patch, registry, progress, mechanism=mechanism, logs=args.logs)
+    except PatchError as exc:
+        print(f"ssebench: the patch does not apply: {exc}", file=sys.stderr)
+        answer = patched_grade_json(None, str(exc))
+    else:
+        if outcome is None:
+            return EXIT_INTERNAL
+        answer = patched_grade_json(outcome, None)
+    print(json.dumps(answer, indent=2))
+    return EXIT_OK if answer["resolved"] else EXIT_FAILED
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from ssebench.core.validation import (
+        FIXED,
+        SHIPPED,
+        judge_task,
+        validation_json,
+        validation_table,
+    )
+    from ssebench.daemon.scratch import read_patch
+
+    registry = build_registry()
+    task = load_task(args.task, registry.checks)
+    fix = read_patch(args.fix)
+    mechanism = confine(args)
+    runs: dict[str, list[Outcome]] = {SHIPPED: [], FIXED: []}
+    fix_error = None
+    for run in range(1, args.runs + 1):
+        for side, patch in ((SHIPPED, None), (FIXED, fix)):
+            if patch is not None and fix_error is not None:
+                continue  # it did not apply in the first run; it will not in this one
+            progress = evaluate.stderr_progress(args.quiet, f"run {run} of {args.runs}, {side}: ")
+            try:
+                outcome = run_on_copy(
+                    task, patch, registry, progress, mechanism=mechanism, every_case=True
+                )
+            except PatchError as exc:
+                fix_error = str(exc)
+                continue
+            if outcome is None:
+                return EXIT_INTERNAL
+            runs[side].append(outcome)
+    validation = judge_task(runs[SHIPPED], runs[FIXED], fix_error)
+    if args.json:
+        print(json.dumps(validation_json(validation), indent=2))
+    else:
+        print(validation_table(validation))
+    return EXIT_OK if validation.sound else EXIT_FAILED
+
+
+def _grade_run(args: argparse.Namespace) -> int:
+    from ssebench.core.batch import Graded, grade_all, summarize, write_json
+    from ssebench.core.cli.batch_progress import batch_report
+    from ssebench.core.cli.run import SSEBENCH
+    from ssebench.core.predictions import in_shard, parse_shard, read_predictions
+
+    if args.patch is not None or args.logs is not None:
+        raise ConfigError("--patch and --logs grade one task: use them with --task DIR")
+    if args.predictions is None or args.out is None:
+        raise ConfigError("--tasks needs --predictions FILE and --out DIR")
+    if not args.tasks.is_dir():
+        raise ConfigError(f"{args.tasks}: no such folder of tasks")
+    if shutil.which("git") is None:
+        raise ConfigError("grading patches needs git (`git apply`); install git")
+    shard = parse_shard(args.shard) if args.shard is not None else None
+    mechanism = confine(args)  # refused here, once, when no mechanism works; each grade says it
+    items = [item for item in read_predictions(args.predictions) if in_shard(item, shard)]
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"{args.out}: cannot make the output folder: {exc.strerror}") from None
+
+    async def main() -> list[Graded]:
+        task = asyncio.current_task()
+        assert task is not None
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+        with batch_report(len(items), args.predictions) as report:
+            return await grade_all(
+                items,
+                args.tasks,
+                args.out,
+                jobs=args.jobs or 1,
+                command=SSEBENCH,
+                options=_isolation_options(mechanism),
+                on_graded=report,
+            )
+
+    try:
+        graded = asyncio.run(main())
+    except asyncio.CancelledError:
+        return EXIT_TERMINATED
+    summary = summarize(graded)
+    name = "summary.json" if shard is None else f"summary-{shard[0]}-of-{shard[1]}.json"
+    write_json(args.out / name, summary)
+    print(json.dumps(summary, indent=2))
+    print(
+        f"ssebench: {summary['total']} predictions: {summary['resolved']} resolved, "
+        f"{summary['unresolved']} unresolved, {summary['errors']} errors ({args.out / name})",
+        file=sys.stderr,
+    )
+    return EXIT_OK if not summary["errors"] else EXIT_FAILED

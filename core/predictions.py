@@ -1,0 +1,137 @@
+"""A benchmark run's predictions: JSON lines, each a prediction to grade or one clear error.
+
+A line gives `task`, `patch` and optionally `model` (SWE-bench's `instance_id`, `model_patch`
+and `model_name_or_path` are read too). Models and task ids become folders of the output, so
+neither may leave it: a task id must be a plain folder name (it names one in the tasks
+folder), and a model's `/` becomes `__` (SWE-bench's own rule: `org/model` is common).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ssebench.core.errors import ConfigError
+
+DEFAULT_MODEL = "default"
+_NAME_BYTES = 255  # a file name's limit on Linux file systems
+
+
+@dataclass(frozen=True)
+class Prediction:
+    number: int  # its place among the file's non-blank lines, from 0: what --shard splits
+    line: int  # the line number, from 1, for messages
+    task: str
+    model: str
+    patch: str
+
+    @property
+    def folder(self) -> Path:
+        """Where its result goes, relative to the output folder."""
+        return Path(model_folder(self.model), self.task)
+
+    @property
+    def id(self) -> str:
+        return self.folder.as_posix()
+
+
+@dataclass(frozen=True)
+class BadLine:
+    """A line that names no prediction to grade, and why: one clear line, nothing else lost."""
+
+    number: int
+    line: int
+    error: str
+    task: str | None = None
+    model: str | None = None
+
+
+def _plain_name(name: str) -> bool:
+    try:
+        size = len(name.encode("utf-8", "surrogateescape"))  # as the file system will see it
+    except UnicodeEncodeError:
+        return False
+    return name not in ("", ".", "..") and not {"/", "\0"} & set(name) and size <= _NAME_BYTES
+
+
+def model_folder(model: str) -> str:
+    """The model's folder name; ValueError when even that cannot be one."""
+    folder = model.replace("/", "__")
+    if not _plain_name(folder):
+        raise ValueError(f"model {model!r} cannot name a folder")
+    return folder
+
+
+def _field(data: dict[str, Any], names: tuple[str, str]) -> Any:
+    return next((data[name] for name in names if data.get(name) is not None), None)
+
+
+def parse_line(number: int, line: int, text: str) -> Prediction | BadLine:
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        return BadLine(number, line, f"not valid JSON ({getattr(exc, 'msg', exc)})")
+    if not isinstance(data, dict):
+        return BadLine(number, line, "not a JSON object")
+    task, patch = _field(data, ("task", "instance_id")), _field(data, ("patch", "model_patch"))
+    model = _field(data, ("model", "model_name_or_path"))
+    model = DEFAULT_MODEL if model is None else model
+    task_name = task if isinstance(task, str) else None
+    model_name = model if isinstance(model, str) else None
+
+    def bad(error: str) -> BadLine:
+        return BadLine(number, line, error, task_name, model_name)
+
+    if task is None:
+        return bad("no task id (`task` or `instance_id`)")
+    if not isinstance(task, str) or not _plain_name(task):
+        return bad(f"task id {task!r} cannot name a task folder")
+    if patch is None:
+        return bad("no patch (`patch` or `model_patch`)")
+    if not isinstance(patch, str):
+        return bad("the patch must be a string")
+    if not isinstance(model, str):
+        return bad("the model must be a string")
+    try:
+        model_folder(model)
+    except ValueError as exc:
+        return bad(str(exc))
+    return Prediction(number, line, task, model, patch)
+
+
+def read_predictions(path: Path) -> list[Prediction | BadLine]:
+    """Every non-blank line in order; a second prediction for one model's task is an error."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="surrogateescape")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the predictions: {exc.strerror or exc}") from None
+    items: list[Prediction | BadLine] = []
+    seen: dict[Path, int] = {}
+    for line, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        item = parse_line(len(items), line, raw)
+        if isinstance(item, Prediction):
+            first = seen.setdefault(item.folder, line)
+            if first != line:
+                item = BadLine(item.number, line, f"the same model and task as line {first}",
+                               item.task, item.model)  # fmt: skip
+        items.append(item)
+    return items
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """`I/N`: the I-th of N shards, from 0 (as JOB_COMPLETION_INDEX and Slurm arrays count)."""
+    index, slash, count = text.partition("/")
+    if not (slash and index.isascii() and index.isdigit() and count.isascii() and count.isdigit()):
+        raise ConfigError(f"--shard {text}: expected I/N, e.g. 0/4")
+    if not 0 <= int(index) < int(count):
+        raise ConfigError(f"--shard {text}: I must be from 0 to N-1")
+    return int(index), int(count)
+
+
+def in_shard(item: Prediction | BadLine, shard: tuple[int, int] | None) -> bool:
+    """Every N-th line from the I-th: each line in exactly one shard, errors included."""
+    return shard is None or item.number % shard[1] == shard[0]

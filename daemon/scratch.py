@@ -1,0 +1,124 @@
+"""A pristine copy of a task's source tree with a patch applied: what a grade runs on.
+
+The evaluator grades what the agent produced, not a tree the agent's processes could still
+touch, so a patch is applied to a copy in a scratch folder outside the task, and the task's
+own tree is only ever read. The copy is `cp -a --reflink=auto` (1.3 to 2.2 times as fast as
+`shutil.copytree` on 10,000 files, and a FIFO in the tree is recreated rather than read);
+the patch goes through `git apply`, which takes what `git diff` writes, binary hunks, new
+and deleted files included, and refuses paths that leave the tree or pass a symbolic link.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from ssebench.core.errors import ConfigError, PatchError
+from ssebench.daemon.guard import disown_folder, own_folder
+from ssebench.daemon.task import Task
+
+ERROR_CHARS = 2000  # git names every failed hunk; one line of JSON stays readable
+
+
+def copy_tree(source: Path, destination: Path) -> None:
+    """`source`'s contents into the new folder `destination`, modes, times and links kept.
+
+    Without GNU cp (busybox has no --reflink), or when it fails, Python copies instead; a
+    failure of that (a full disk) is raised as OSError.
+    """
+    if shutil.which("cp") is not None:
+        argv = ["cp", "-a", "--reflink=auto", "--", str(source), str(destination)]
+        if subprocess.run(argv, capture_output=True).returncode == 0:
+            return
+        _remove(destination)
+    shutil.copytree(source, destination, symlinks=True)
+
+
+def one_line(message: str) -> str:
+    """A tool's message as one line: its lines joined, git's `error: ` prefixes dropped."""
+    lines = [line.strip().removeprefix("error: ") for line in message.splitlines()]
+    text = "; ".join(line for line in lines if line)
+    return text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 1] + "…"
+
+
+def _git_env(tree: Path) -> dict[str, str]:
+    # No enclosing repository (a scratch folder under a checkout) and no user or system
+    # configuration (apply.whitespace = error, say) may change what applies.
+    return {
+        **os.environ,
+        "GIT_CEILING_DIRECTORIES": str(tree.parent),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "LC_ALL": "C",
+    }
+
+
+def apply_patch(tree: Path, patch: bytes) -> None:
+    """Apply `patch` to `tree` (paths as `git diff` writes them, a/ and b/); an empty patch
+    changes nothing. Raises PatchError with git's reason, as one line."""
+    if not patch.strip():
+        return
+    git = shutil.which("git")
+    if git is None:
+        raise ConfigError("applying a patch needs git (`git apply`); install git")
+    done = subprocess.run(
+        [git, "apply", "--whitespace=nowarn", "-"],
+        input=patch,
+        cwd=tree,
+        env=_git_env(tree),
+        capture_output=True,
+    )
+    if done.returncode != 0:
+        reason = one_line(done.stderr.decode("utf-8", "replace"))
+        if reason.startswith("No valid patches in input"):
+            reason = "no diff in the patch (expected a unified diff, as `git diff` writes it)"
+        raise PatchError(reason or f"git apply exited with status {done.returncode}")
+
+
+def read_patch(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the patch: {exc.strerror or exc}") from None
+
+
+@contextlib.contextmanager
+def patched_copy(task: Task, patch: bytes | None) -> Iterator[Task]:
+    """`task` on a scratch copy of its source with `patch` applied (None: as shipped).
+
+    The folder is removed afterwards, on an error or Ctrl+C too, and by the guard should this
+    process be killed. PatchError (the patch does not apply) leaves nothing behind either.
+    """
+    scratch = Path(tempfile.mkdtemp(prefix="ssebench-grade-"))
+    own_folder(scratch)
+    try:
+        if scratch.is_relative_to(task.directory) or scratch.is_relative_to(task.source):
+            raise ConfigError(
+                f"the scratch folder {scratch} is inside the task; set TMPDIR elsewhere"
+            )
+        copy = scratch / (task.source.name or "source")
+        copy_tree(task.source, copy)
+        if patch is not None:
+            apply_patch(copy, patch)
+        yield dataclasses.replace(task, source=copy)
+    finally:
+        _remove(scratch)
+        disown_folder(scratch)
+
+
+def _remove(folder: Path) -> None:
+    """Remove `folder`, also what a build left read-only (Go's module cache does, say)."""
+
+    def unlock(function: Callable[[str], object], path: str, exc_info: object) -> None:
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(path), 0o700)
+            function(path)
+
+    if folder.exists():
+        shutil.rmtree(folder, onerror=unlock)

@@ -1,0 +1,197 @@
+"""`ssebench grade --tasks --predictions --out` as an evaluator runs it: several tasks (the C
+example among them) and models graded with -j 2, a rerun that grades nothing again, two shards
+whose union is the whole run, and bad lines that cost nothing but themselves."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ssebench.core.cli.run import SSEBENCH
+from ssebench.testing import task_toml
+
+from .test_grade_patch import BUILD_OUTPUTS, EXAMPLES, tree_hash
+from .test_validate import FIX, SOUND
+
+pytestmark = pytest.mark.timeout(600)
+
+RunCli = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture(scope="module")
+def tasks(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The C example and two small tasks (fixed by FIX), one folder per task id."""
+    if shutil.which("cc") is None or shutil.which("make") is None:
+        pytest.skip("c-rle needs a C compiler and make")
+    root = tmp_path_factory.mktemp("tasks")
+    shutil.copytree(EXAMPLES / "c-rle", root / "c-rle", ignore=BUILD_OUTPUTS)
+    for name in ("small-a", "small-b"):
+        (root / name / "src").mkdir(parents=True)
+        (root / name / "src" / "state.txt").write_text("bug\n")
+        (root / name / "task.toml").write_text(task_toml(SOUND))
+    return root
+
+
+def predictions(tasks: Path, path: Path) -> Path:
+    fix, partial = ((tasks / "c-rle" / name).read_text() for name in ("fix.patch", "partial.patch"))
+    lines = [
+        json.dumps({"task": "c-rle", "patch": fix, "model": "m1"}),
+        json.dumps({"task": "c-rle", "patch": partial, "model": "org/m2"}),
+        json.dumps({"task": "small-a", "patch": FIX, "model": "m1"}),
+        '{"task": "small-a", "patch": ',  # cut short
+        json.dumps({"instance_id": "small-a", "model_patch": "", "model_name_or_path": "org/m2"}),
+        json.dumps({"task": "small-b", "model": "m1"}),  # no patch
+        json.dumps({"task": "small-c", "patch": FIX, "model": "m1"}),  # no such task
+        json.dumps({"task": "small-b", "patch": FIX, "model": "org/m2"}),
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+ERRORS = [
+    {"line": 4, "model": None, "task": None,
+     "error": "not valid JSON (Expecting value)"},
+    {"line": 6, "model": "m1", "task": "small-b",
+     "error": "no patch (`patch` or `model_patch`)"},
+    {"line": 7, "model": "m1", "task": "small-c", "error": "unknown task 'small-c': no folder {}"},
+]  # fmt: skip
+
+
+def run(run_cli: RunCli, tasks: Path, preds: Path, out: Path, *args: str) -> dict[str, Any]:
+    before = tree_hash(tasks)
+    done = run_cli("grade", "--tasks", str(tasks), "--predictions", str(preds), "--out", str(out),
+                   *args, timeout=300)  # fmt: skip
+    assert tree_hash(tasks) == before
+    summary: dict[str, Any] = json.loads(done.stdout)
+    assert json.loads(next(out.glob("summary*.json")).read_text()) == summary
+    assert done.returncode == (1 if summary["errors"] else 0), done.stderr
+    return {"summary": summary, "stderr": done.stderr}
+
+
+def results(out: Path) -> dict[str, bool]:
+    return {
+        path.parent.relative_to(out).as_posix(): json.loads(path.read_text())["resolved"]
+        for path in sorted(out.glob("*/*/result.json"))
+    }
+
+
+def test_a_run_its_rerun_and_its_shards(run_cli: RunCli, tasks: Path, tmp_path: Path) -> None:
+    preds = predictions(tasks, tmp_path / "predictions.jsonl")
+    out = tmp_path / "out"
+    whole = run(run_cli, tasks, preds, out, "-j", "2")
+    errors = [{**e, "error": e["error"].format(tasks / "small-c")} for e in ERRORS]
+    assert whole["summary"] == {
+        "total": 8,
+        "resolved": 3,
+        "unresolved": 2,
+        "errors": 3,
+        "resolved_ids": ["m1/c-rle", "m1/small-a", "org__m2/small-b"],
+        "unresolved_ids": ["org__m2/c-rle", "org__m2/small-a"],
+        "error_list": errors,
+    }
+    assert results(out) == {
+        "m1/c-rle": True,
+        "m1/small-a": True,
+        "org__m2/c-rle": False,
+        "org__m2/small-a": False,
+        "org__m2/small-b": True,
+    }
+    lines = whole["stderr"].splitlines()
+    assert f"ssebench: [1/8] error: {preds}:4: not valid JSON (Expecting value)" in lines
+    assert f"ssebench: [2/8] error: {preds}:6: no patch (`patch` or `model_patch`)" in lines
+    tally = "8 predictions: 3 resolved, 2 unresolved, 3 errors"
+    assert lines[-1] == f"ssebench: {tally} ({out}/summary.json)"
+    # Its files: the patch graded, every case's log, the grade's own stderr.
+    folder = out / "org__m2" / "c-rle"
+    assert (folder / "patch.diff").read_text() == (tasks / "c-rle" / "partial.patch").read_text()
+    assert sorted(p.name for p in (folder / "logs").iterdir()) == [
+        "build-0.log", "functional-0.log", "intent-0.log", "pocs-0.log", "pocs-1.log",
+    ]  # fmt: skip
+    assert "ssebench: PoCs: case 2 of 3 FAILED" in (folder / "grade.log").read_text()
+    assert json.loads((folder / "result.json").read_text())["patch"]["applied"] is True
+
+    # A rerun grades nothing again: every verdict is taken as it is, every file left alone.
+    stamps = {p: p.stat().st_mtime_ns for p in out.glob("*/*/*") if p.is_file()}
+    again = run(run_cli, tasks, preds, out, "-j", "2")
+    assert again["summary"] == whole["summary"]
+    assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
+    graded = [line for line in again["stderr"].splitlines() if ": resolved" in line or
+              ": unresolved" in line]  # fmt: skip
+    assert len(graded) == 5 and all(line.endswith("(graded before)") for line in graded)
+
+    # Two shards, each in an output of its own: their union is the whole run.
+    shards = [
+        run(run_cli, tasks, preds, tmp_path / f"shard{i}", "--shard", f"{i}/2") for i in (0, 1)
+    ]
+    union = results(tmp_path / "shard0") | results(tmp_path / "shard1")
+    assert union == results(out)
+    assert not set(results(tmp_path / "shard0")) & set(results(tmp_path / "shard1"))
+    for key in ("total", "resolved", "unresolved", "errors"):
+        assert sum(s["summary"][key] for s in shards) == whole["summary"][key]
+    assert (tmp_path / "shard1" / "summary-1-of-2.json").is_file()
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        ([], "--tasks needs --predictions FILE and --out DIR"),
+        (["--predictions", "{p}", "--out", "{o}", "--shard", "2/2"],
+         "--shard 2/2: I must be from 0 to N-1"),
+        (["--predictions", "{o}/none.jsonl", "--out", "{o}"],
+         "{o}/none.jsonl: cannot read the predictions: No such file or directory"),
+        (["--predictions", "{p}", "--out", "{o}", "--patch", "x"],
+         "--patch and --logs grade one task: use them with --task DIR"),
+    ],
+)  # fmt: skip
+def test_bad_flags_are_one_line(
+    run_cli: RunCli, tmp_path: Path, args: list[str], error: str
+) -> None:
+    preds = tmp_path / "p.jsonl"
+    preds.write_text("")
+    fill = {"{p}": str(preds), "{o}": str(tmp_path / "out")}
+
+    def filled(text: str) -> str:
+        for key, value in fill.items():
+            text = text.replace(key, value)
+        return text
+
+    done = run_cli("grade", "--tasks", str(tmp_path), *map(filled, args))
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == f"ssebench: error: {filled(error)}\n"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_stopped_run_leaves_no_scratch_and_resumes(
+    run_cli: RunCli, tmp_path: Path, sig: signal.Signals
+) -> None:
+    tasks, tmpdir, out = tmp_path / "tasks", tmp_path / "tmpdir", tmp_path / "out"
+    (tasks / "slow" / "src").mkdir(parents=True)
+    tmpdir.mkdir()
+    toml = tasks / "slow" / "task.toml"
+    toml.write_text(task_toml({"build": "touch started; sleep 60"}))
+    preds = tmp_path / "p.jsonl"
+    preds.write_text('{"task": "slow", "patch": "", "model": "a"}\n'
+                     '{"task": "slow", "patch": "", "model": "b"}\n')  # fmt: skip
+    args = ["--tasks", str(tasks), "--predictions", str(preds), "--out", str(out), "-j", "2"]
+    proc = subprocess.Popen([*SSEBENCH, "grade", *args], env={**os.environ, "TMPDIR": str(tmpdir)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while len(list(tmpdir.glob("ssebench-grade-*/*/started"))) < 2:
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    proc.send_signal(sig)
+    proc.communicate(timeout=30)
+    assert proc.returncode == (143 if sig == signal.SIGTERM else 130)
+    assert list(tmpdir.iterdir()) == []
+    assert list(out.glob("*/*/result.json")) == []
+    toml.write_text(task_toml({"build": "true"}))
+    assert run(run_cli, tasks, preds, out)["summary"]["resolved_ids"] == ["a/slow", "b/slow"]

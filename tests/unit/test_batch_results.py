@@ -1,0 +1,136 @@
+"""A benchmark run's bookkeeping (core/batch.py): what is written, what counts as done, how a
+grade that gave no verdict is recorded, and summary.json. Grades here are a stand-in script
+whose behaviour the patch text picks; tests/e2e/test_batch.py grades real tasks."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from ssebench.core.batch import (
+    ERROR,
+    RESOLVED,
+    UNRESOLVED,
+    Graded,
+    grade_all,
+    read_result,
+    summarize,
+    write_json,
+)
+from ssebench.core.predictions import BadLine, Prediction
+
+# Stands in for `ssebench grade --task T --patch P --logs L`: the patch says what to do.
+STAND_IN = r"""
+import json, os, signal, sys
+args = dict(zip(sys.argv[2::2], sys.argv[3::2]))  # after "grade"
+what = open(args["--patch"]).read()
+print("ssebench: build: started", file=sys.stderr)
+if what in ("resolved", "unresolved"):
+    print(json.dumps({"resolved": what == "resolved", "task": args["--task"]}))
+    sys.exit(0 if what == "resolved" else 1)
+if what == "internal":
+    print("ssebench: error: internal testing failure: the daemon went away", file=sys.stderr)
+    print("Traceback (most recent call last): ...", file=sys.stderr)
+    sys.exit(3)
+if what == "killed":
+    os.kill(os.getpid(), signal.SIGKILL)
+print("not json")
+"""
+
+
+@pytest.fixture
+def stand_in(tmp_path: Path) -> list[str]:
+    script = tmp_path / "grade.py"
+    script.write_text(STAND_IN)
+    return [sys.executable, str(script)]
+
+
+def prediction(number: int, task: str, patch: str, model: str = "m") -> Prediction:
+    return Prediction(number, number + 1, task, model, patch)
+
+
+def test_verdicts_errors_and_what_a_rerun_skips(tmp_path: Path, stand_in: list[str]) -> None:
+    tasks, out = tmp_path / "tasks", tmp_path / "out"
+    for task in ("a", "b", "c", "d", "e"):
+        (tasks / task).mkdir(parents=True)
+    items = [
+        prediction(0, "a", "resolved"),
+        prediction(1, "b", "unresolved", model="org/x"),
+        prediction(2, "c", "internal"),
+        prediction(3, "d", "killed"),
+        prediction(4, "e", "garbage"),
+        prediction(5, "zz", "resolved"),
+        BadLine(6, 7, "not a JSON object"),
+    ]
+    seen: list[str] = []
+    graded = asyncio.run(
+        grade_all(items, tasks, out, jobs=2, command=stand_in,
+                  on_graded=lambda g: seen.append(g.verdict))
+    )  # fmt: skip
+    assert [(g.verdict, g.error, g.earlier) for g in graded] == [
+        (RESOLVED, None, False),
+        (UNRESOLVED, None, False),
+        (ERROR, "exit status 3: internal testing failure: the daemon went away", False),
+        (ERROR, "killed by signal 9", False),
+        (ERROR, "exit status 0 but no verdict on stdout", False),
+        (ERROR, f"unknown task 'zz': no folder {tasks / 'zz'}", False),
+        (ERROR, "not a JSON object", False),
+    ]
+    assert sorted(seen) == sorted(g.verdict for g in graded)
+    assert json.loads((out / "m/a/result.json").read_text()) == {
+        "resolved": True,
+        "task": str(tasks / "a"),
+    }
+    assert (out / "org__x/b/patch.diff").read_text() == "unresolved"
+    assert (out / "m/c/grade.log").read_text().startswith("ssebench: build: started\n")
+    assert sorted(p.name for p in out.glob("*/*/result.json")) == ["result.json"] * 2
+    # A rerun takes the two verdicts as they are and tries every error again.
+    again = asyncio.run(grade_all(items, tasks, out, jobs=2, command=stand_in))
+    assert [(g.verdict, g.earlier) for g in again] == [
+        (RESOLVED, True),
+        (UNRESOLVED, True),
+        *[(ERROR, False)] * 5,
+    ]
+
+
+def test_summary() -> None:
+    graded = [
+        Graded(prediction(0, "a", ""), RESOLVED),
+        Graded(prediction(1, "b", "", model="org/x"), UNRESOLVED, earlier=True),
+        Graded(prediction(2, "c", ""), ERROR, "exit status 3: boom"),
+        Graded(BadLine(3, 5, "not a JSON object"), ERROR, "not a JSON object"),
+    ]
+    assert summarize(graded) == {
+        "total": 4,
+        "resolved": 1,
+        "unresolved": 1,
+        "errors": 2,
+        "resolved_ids": ["m/a"],
+        "unresolved_ids": ["org__x/b"],
+        "error_list": [
+            {"line": 3, "model": "m", "task": "c", "error": "exit status 3: boom"},
+            {"line": 5, "model": None, "task": None, "error": "not a JSON object"},
+        ],
+    }
+
+
+def test_a_result_is_written_whole_or_not_at_all(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "result.json"
+    write_json(path, {"resolved": False})
+    assert read_result(path) == {"resolved": False}
+    with pytest.raises(TypeError):
+        write_json(path, {"resolved": object()})
+    assert read_result(path) == {"resolved": False}  # the old one stands, no temp file left
+    assert [p.name for p in path.parent.iterdir()] == ["result.json"]
+
+
+@pytest.mark.parametrize("text", ['{"resolved": tr', '{"checks": []}', '{"resolved": 1}', "[]"])
+def test_anything_but_a_whole_verdict_is_not_done(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "result.json"
+    path.write_text(text)
+    assert read_result(path) is None
+    assert read_result(tmp_path / "missing.json") is None

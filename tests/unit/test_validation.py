@@ -1,0 +1,173 @@
+"""A task's soundness from its cases' verdicts (core/validation.py), on hand-made outcomes, and
+the orchestrator's `every_case`, which validation needs to see every PoC's verdict."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+
+from ssebench.core.case import CaseRun
+from ssebench.core.check import Check, CheckOutcome, Outcome, Status
+from ssebench.core.orchestrator import run_checks
+from ssebench.core.validation import judge_task, validation_json, validation_table
+from ssebench.plugins.build import BUILD
+from ssebench.plugins.functional import FUNCTIONAL
+from ssebench.plugins.intent import INTENT
+from ssebench.plugins.poc import POCS
+from ssebench.testing import TaskHandle
+
+CHECKS = (BUILD, POCS, INTENT, FUNCTIONAL)
+# A run's verdicts: per check key, each case passed (True), failed (False) or not run (None).
+SHIPPED = {"build": [True], "pocs": [False, False], "intent": [False], "functional": [True]}
+FIXED = {"build": [True], "pocs": [True, True], "intent": [True], "functional": [True]}
+
+
+def outcome(verdicts: dict[str, Sequence[bool | None]]) -> Outcome:
+    checked = []
+    for check in CHECKS:
+        cases = verdicts.get(check.key, [])
+        runs = tuple(
+            CaseRun(0, None, False, 0.1, key=check.key, index=i, passed=passed)
+            for i, passed in enumerate(cases)
+            if passed is not None
+        )
+        status = Status.FAILED if not all(c.passed for c in runs) else Status.PASSED
+        checked.append(CheckOutcome(check, status, len(cases), runs))
+    return Outcome(None, tuple(checked), ())
+
+
+def changed(base: dict[str, list[bool]], **keys: list[bool | None]) -> dict[str, list]:
+    return {**base, **keys}
+
+
+def test_a_sound_task_over_two_runs() -> None:
+    validation = judge_task([outcome(SHIPPED)] * 2, [outcome(FIXED)] * 2)
+    assert validation.sound
+    assert validation_table(validation) == (
+        "ssebench validate: 2 runs on each tree\n"
+        "\n"
+        "check             as shipped  with the fix\n"
+        "build             passed      passed\n"
+        "PoCs case 1       FAILED      passed\n"
+        "PoCs case 2       FAILED      passed\n"
+        "intent tests      FAILED      passed\n"
+        "functional tests  passed      passed\n"
+        "\n"
+        "The task is sound."
+    )
+
+
+def test_a_poc_that_never_triggers_is_named() -> None:
+    shipped = outcome(changed(SHIPPED, pocs=[False, True]))
+    validation = judge_task([shipped], [outcome(FIXED)])
+    assert not validation.sound
+    assert validation.problems == (
+        "PoCs case 2: passed as shipped; it must fail there (show the bug)",
+    )
+
+
+def test_a_fix_that_fails_a_functional_test() -> None:
+    fixed = outcome(changed(FIXED, functional=[False]))
+    validation = judge_task([outcome(SHIPPED)], [fixed])
+    assert validation.problems == (
+        "functional tests: FAILED with the fix; every check must pass with it",
+    )
+
+
+def test_the_build_and_tests_must_pass_as_shipped() -> None:
+    shipped = outcome(changed(SHIPPED, functional=[False]))
+    assert judge_task([shipped], [outcome(FIXED)]).problems == (
+        "functional tests: FAILED as shipped; it must pass there",
+    )
+    # A failed build stops every later check: the build alone is named, not what it blocked.
+    blocked = outcome(
+        {"build": [False], "pocs": [None, None], "intent": [None], "functional": [None]}
+    )
+    validation = judge_task([blocked], [outcome(FIXED)])
+    assert validation.problems == ("build: FAILED as shipped; it must pass there",)
+
+
+def test_a_case_that_changes_its_verdict_is_flaky() -> None:
+    second = outcome(changed(SHIPPED, functional=[False]))
+    validation = judge_task([outcome(SHIPPED), second], [outcome(FIXED)] * 2)
+    assert not validation.sound
+    assert validation.problems == ()  # flaky, not wrong: named once, as flaky
+    assert validation.flaky == ("functional tests: flaky as shipped (passed 1 of 2 runs)",)
+    assert "functional tests  flaky (1 of 2 passed)  passed" in validation_table(validation)
+
+
+def test_intent_tests_passing_as_shipped_are_a_warning_only() -> None:
+    validation = judge_task([outcome(changed(SHIPPED, intent=[True]))], [outcome(FIXED)])
+    assert validation.sound
+    assert validation.warnings == (
+        "intent tests: passed as shipped; they should fail without the fix",
+    )
+
+
+def test_a_fix_that_does_not_apply() -> None:
+    validation = judge_task([outcome(SHIPPED)], [], "patch failed: rle.c:88")
+    assert validation_json(validation) == {
+        "sound": False,
+        "runs": 1,
+        "fix": {"applied": False, "error": "patch failed: rle.c:88"},
+        "problems": ["the fix does not apply: patch failed: rle.c:88"],
+        "flaky": [],
+        "warnings": [],
+        "cases": [
+            {"check": "build", "name": "build", "index": 0, "as_shipped": [True], "with_fix": []},
+            {"check": "pocs", "name": "PoCs", "index": 0, "as_shipped": [False], "with_fix": []},
+            {"check": "pocs", "name": "PoCs", "index": 1, "as_shipped": [False], "with_fix": []},
+            {
+                "check": "intent",
+                "name": "intent tests",
+                "index": 0,
+                "as_shipped": [False],
+                "with_fix": [],
+            },
+            {
+                "check": "functional",
+                "name": "functional tests",
+                "index": 0,
+                "as_shipped": [True],
+                "with_fix": [],
+            },
+        ],
+    }
+
+
+def test_a_task_without_pocs_is_a_warning() -> None:
+    shipped = outcome(changed(SHIPPED, pocs=[]))
+    validation = judge_task([shipped], [outcome(changed(FIXED, pocs=[]))])
+    assert validation.sound
+    assert validation.warnings == ("the task has no PoCs: nothing shows the bug",)
+
+
+def test_checks_are_known_by_their_fields_not_their_names() -> None:
+    # A third-party check that shows the fix is held to the PoCs' rule.
+    proofs = Check(name="proofs", key="pocs", order=20, max_level=1, precedence=3, shows_fix=True)
+    shipped = outcome(changed(SHIPPED, pocs=[True, False]))
+    renamed = Outcome(
+        None,
+        tuple(
+            CheckOutcome(proofs, o.status, o.total_cases, o.cases) if o.check is POCS else o
+            for o in shipped.outcomes
+        ),
+        (),
+    )
+    problems = judge_task([renamed], [outcome(FIXED)]).problems
+    assert problems == ("proofs case 1: passed as shipped; it must fail there (show the bug)",)
+
+
+def test_every_case_runs_past_the_first_failure(
+    ssebench_task: Callable[..., TaskHandle],
+) -> None:
+    task = ssebench_task({"pocs": ["exit 139", "echo clean", "kill -SEGV $$"]})
+    from ssebench.core.daemons.inprocess import local_daemon
+
+    async def passed(every_case: bool) -> list[bool]:
+        async with local_daemon(task.path, task.registry, None) as daemon:
+            found = await run_checks([POCS], None, daemon, every_case=every_case)
+        return [case.passed for case in found.outcomes[0].cases]
+
+    assert asyncio.run(passed(every_case=False)) == [False]
+    assert asyncio.run(passed(every_case=True)) == [False, True, False]
