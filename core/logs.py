@@ -26,11 +26,17 @@ LINE_LIMIT = 100
 # shown tail never exceeds it. The rest of a report (headline, check lines, note, saved path)
 # is a few KiB, so a whole report stays far below 1 MiB.
 BYTE_LIMIT = 256 * 1024
+# The report travels as JSON, where a control character takes six bytes ("\u0001"): 256 KiB of
+# them would make a 1.5 MB message. So the shown text is also kept to this size as JSON writes
+# it; only a log full of control characters ever meets this limit before the one above.
+WIRE_LIMIT = 768 * 1024
 
 BREAKS = "\r\n"  # only these are dropped from the end of a log
 WORD = re.compile(r"\S+")  # re's \s is exactly str.isspace(), so these are str.split()'s words
 _WORD_START = re.compile(r"(?<=\s)\S")  # a word's first character (search(pos) looks behind pos)
 _MIN_WINDOW = 1 << 20  # decoded chars held before the first trim of a long log
+_TWO = '"\\\b\f\n\r\t'  # what JSON writes as two characters
+_SIX = re.compile(r"[\x00-\x07\x0b\x0e-\x1f]")  # and as six (\u00XX)
 
 
 @dataclass(frozen=True)
@@ -99,14 +105,32 @@ def _cut_to_bytes(text: str) -> int:
     return word.start() if word else start
 
 
+def wire_size(text: str) -> int:
+    """The bytes `text` takes inside a JSON string (UTF-8, with JSON's escapes)."""
+    escapes = sum(text.count(char) for char in _TWO) + 5 * len(_SIX.findall(text))
+    return len(text.encode()) + escapes
+
+
+def fit_wire(text: str) -> str:
+    """`text`, or its longest suffix that JSON writes in at most WIRE_LIMIT bytes."""
+    if wire_size(text) <= WIRE_LIMIT:
+        return text
+    low, high = 0, len(text)  # wire_size(text[high:]) fits; wire_size(text[low:]) does not
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if wire_size(text[middle:]) <= WIRE_LIMIT else (middle, high)
+    return text[high:]
+
+
 def tail(text: str) -> str:
     """The tail of an already decoded, already stripped long log: the spec's last lines or
-    last words, whichever is shorter, then no more than its last BYTE_LIMIT bytes.
+    last words, whichever is shorter, then no more than its last BYTE_LIMIT bytes (and no
+    more than WIRE_LIMIT bytes as JSON writes it).
 
     Pure suffix rule; it does not decide whether the log is long (view_log does).
     """
     shown = text[_tail_start(text) :]
-    return shown[_cut_to_bytes(shown) :]
+    return fit_wire(shown[_cut_to_bytes(shown) :])
 
 
 class LogAccumulator:
@@ -152,7 +176,7 @@ class LogAccumulator:
         """End of log: flush the decoder, apply the rule, keep the file only if truncated."""
         self._take(self._decoder.decode(b"", final=True))
         text = "".join(self._pieces).rstrip(BREAKS)
-        if not self.truncated:
+        if not self.truncated and wire_size(text) <= WIRE_LIMIT:
             self._discard_file()
             return LogView(text=text, truncated=False, saved_path=None)
         saved = self._keep_file()

@@ -13,11 +13,20 @@ from collections.abc import AsyncIterator
 from itertools import accumulate
 from pathlib import Path
 
+import pydantic_core
 import pytest
 
 from ssebench.core.check import CheckOutcome, Outcome, Status
 from ssebench.core.logfiles import view_log_files
-from ssebench.core.logs import BYTE_LIMIT, LINE_LIMIT, WORD_LIMIT, LogAccumulator, LogView, view_log
+from ssebench.core.logs import (
+    BYTE_LIMIT,
+    LINE_LIMIT,
+    WIRE_LIMIT,
+    WORD_LIMIT,
+    LogAccumulator,
+    LogView,
+    view_log,
+)
 from ssebench.core.registry import build_registry
 from ssebench.core.report import render
 
@@ -184,3 +193,24 @@ def test_a_whole_report_stays_under_1_mib() -> None:
     size = len(render(Outcome(0, outcomes, ()), view).encode())
     print(f"\nlargest report: {size} bytes ({size - BYTE_LIMIT} besides the log)")
     assert size < BYTE_LIMIT + 8 * KIB < 1024 * KIB
+
+
+@pytest.mark.parametrize(
+    ("data", "shown"),
+    [
+        (b"\x00" * 300_000, "\x00" * (WIRE_LIMIT // 6)),  # long by bytes, then cut for JSON
+        (b"\x01" * 200_000, "\x01" * (WIRE_LIMIT // 6)),  # short by bytes, long as JSON
+        (b"\x02" * (WIRE_LIMIT // 6), "\x02" * (WIRE_LIMIT // 6)),  # fits JSON exactly: whole
+    ],
+)
+def test_control_characters_are_counted_as_json_writes_them(
+    tmp_path: Path, data: bytes, shown: str
+) -> None:
+    """A report travels as JSON, where a control character takes six bytes: the shown text
+    stays within WIRE_LIMIT bytes of JSON, so the report stays under 1 MiB."""
+    view = both_paths(data, tmp_path)
+    assert view.text == shown
+    assert view.truncated == (len(data) > len(shown))
+    outcomes = build_registry().at_level(3).enabled
+    report = render(Outcome(3, (CheckOutcome(outcomes[0], Status.FAILED, 1),), ()), view)
+    assert len(pydantic_core.to_json(report)) < 1024 * KIB
