@@ -173,19 +173,24 @@ def _env(raw: object, fail: Fail) -> dict[str, str]:
 
 
 def _check_references(task: Task, fail: Fail) -> None:
-    """Every `$SSE_TASK_DIR/<path>` a command names must be a file its cases may read: a PoC
-    that cannot open its input would otherwise pass as "no longer triggers"."""
+    """Every task path a command names, as `$SSE_TASK_DIR/<path>` or by the task folder's own
+    path, must be a file its cases may read: a PoC that cannot open its input would otherwise
+    pass as "no longer triggers"."""
+    by_path = re.compile(re.escape(str(task.directory)) + r"/([^\s'\"`;|&<>()$\\]*)")
     for key, table in task.checks.items():
         allowed = (*task.files, *table.files)
         for index, command in enumerate(table.cases):
-            for match in _TASK_PATH.finditer(command):
-                named = (task.directory / match.group(1)).resolve()
-                if not any(named == root or root in named.parents for root in allowed):
-                    raise fail(
-                        f"checks.{key}",
-                        f"case {index + 1} names $SSE_TASK_DIR/{match.group(1)}, which is in "
-                        "neither this check's files nor the top-level files",
-                    )
+            for pattern, shown in ((_TASK_PATH, "$SSE_TASK_DIR"), (by_path, str(task.directory))):
+                for match in pattern.finditer(command):
+                    named = (task.directory / match.group(1)).resolve()
+                    if task.source == named or task.source in named.parents:
+                        continue  # the source tree is the cases' own
+                    if not any(named == root or root in named.parents for root in allowed):
+                        raise fail(
+                            f"checks.{key}",
+                            f"case {index + 1} names {shown}/{match.group(1)}, which is in "
+                            "neither this check's files nor the top-level files",
+                        )
 
 
 def _load_table(check: Check, table: dict[str, Any], path: Path, fail: Fail) -> TaskCheck:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import shutil
 import signal
@@ -39,11 +40,10 @@ def cmd_grade(args: argparse.Namespace) -> int:
     return evaluate.cmd_grade(args)
 
 
-def confine(args: argparse.Namespace) -> Mechanism:
-    """The isolation `--isolation`/`--no-isolation` asks for, said on stderr."""
-    mechanism = choose_isolation(args.isolation)
-    announce(mechanism, quiet=getattr(args, "quiet", False))
-    return mechanism
+@functools.cache
+def _announce_once(mechanism: Mechanism, quiet: bool) -> None:
+    """Name the mechanism before the first case runs: a patch that does not apply runs none."""
+    announce(mechanism, quiet=quiet)
 
 
 def _isolation_options(mechanism: Mechanism) -> list[str]:
@@ -57,7 +57,8 @@ def run_on_copy(
     registry: Registry,
     progress: Progress,
     *,
-    mechanism: Mechanism | None,
+    mechanism: Mechanism,
+    quiet: bool = False,
     log_dir: Path | None = None,
     every_case: bool = False,
     logs: Path | None = None,
@@ -72,6 +73,7 @@ def run_on_copy(
 
     try:
         with patched_copy(task, patch) as copy:
+            _announce_once(mechanism, quiet)
 
             async def job() -> Outcome:
                 async with local_daemon(
@@ -104,10 +106,12 @@ def _grade_patch(args: argparse.Namespace) -> int:
     registry = build_registry()
     task = load_task(args.task, registry.checks)
     patch = read_patch(args.patch)
-    mechanism = confine(args)
+    mechanism = choose_isolation(args.isolation)
     try:
         progress = evaluate.stderr_progress(args.quiet)
-        outcome = run_on_copy(task, patch, registry, progress, mechanism=mechanism, logs=args.logs)
+        outcome = run_on_copy(
+            task, patch, registry, progress, mechanism=mechanism, quiet=args.quiet, logs=args.logs
+        )
     except PatchError as exc:
         print(f"ssebench: the patch does not apply: {exc}", file=sys.stderr)
         answer = patched_grade_json(None, str(exc))
@@ -132,7 +136,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     registry = build_registry()
     task = load_task(args.task, registry.checks)
     fix = read_patch(args.fix)
-    mechanism = confine(args)
+    mechanism = choose_isolation(args.isolation)
     runs: dict[str, list[Outcome]] = {SHIPPED: [], FIXED: []}
     fix_error = None
     for run in range(1, args.runs + 1):
@@ -142,8 +146,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
             progress = evaluate.stderr_progress(args.quiet, f"run {run} of {args.runs}, {side}: ")
             try:
                 outcome = run_on_copy(
-                    task, patch, registry, progress, mechanism=mechanism, every_case=True
-                )
+                    task, patch, registry, progress, mechanism=mechanism, quiet=args.quiet,
+                    every_case=True,
+                )  # fmt: skip
             except PatchError as exc:
                 fix_error = str(exc)
                 continue
@@ -158,12 +163,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return EXIT_OK if validation.sound else EXIT_FAILED
 
 
-def _grade_run(args: argparse.Namespace) -> int:
-    from ssebench.core.batch import Graded, grade_all, summarize, write_json
-    from ssebench.core.cli.batch_progress import batch_report
-    from ssebench.core.cli.run import SSEBENCH
-    from ssebench.core.predictions import in_shard, parse_shard, read_predictions
-
+def _check_run_flags(args: argparse.Namespace) -> None:
     if args.patch is not None or args.logs is not None:
         raise ConfigError("--patch and --logs grade one task: use them with --task DIR")
     if args.predictions is None or args.out is None:
@@ -172,13 +172,23 @@ def _grade_run(args: argparse.Namespace) -> int:
         raise ConfigError(f"{args.tasks}: no such folder of tasks")
     if shutil.which("git") is None:
         raise ConfigError("grading patches needs git (`git apply`); install git")
+
+
+def _grade_run(args: argparse.Namespace) -> int:
+    from ssebench.core.batch import Graded, grade_all, summarize, write_json
+    from ssebench.core.cli.batch_progress import batch_report
+    from ssebench.core.cli.run import SSEBENCH
+    from ssebench.core.predictions import in_shard, parse_shard, read_predictions
+
+    _check_run_flags(args)
     shard = parse_shard(args.shard) if args.shard is not None else None
-    mechanism = confine(args)  # refused here, once, when no mechanism works; each grade says it
     items = [item for item in read_predictions(args.predictions) if in_shard(item, shard)]
     try:
         args.out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"{args.out}: cannot make the output folder: {exc.strerror}") from None
+    # Refused here, once, when no mechanism works; each grade names it in its grade.log.
+    options = _isolation_options(choose_isolation(args.isolation))
 
     async def main() -> list[Graded]:
         task = asyncio.current_task()
@@ -191,7 +201,7 @@ def _grade_run(args: argparse.Namespace) -> int:
                 args.out,
                 jobs=args.jobs or 1,
                 command=SSEBENCH,
-                options=_isolation_options(mechanism),
+                options=options,
                 on_graded=report,
             )
 

@@ -41,7 +41,8 @@ def write_pair(root: Path, pocs: list[str], functional: str) -> tuple[Path, Stan
     (root / "task.toml").write_text(
         'source = "src"\n'
         f"[checks.build]\nrun = {json.dumps(BUILD)}\n"
-        f"[checks.pocs]\ncases = [{cases}]\n"
+        f"[checks.pocs]\nfiles = {json.dumps([Path(p).name for p in paths])}\n"
+        f"cases = [{cases}]\n"
         f"[checks.functional]\nrun = {json.dumps(functional)}\n"
     )
     standin = StandinTask(source, BUILD, paths, "bash {poc}", function_test=functional)

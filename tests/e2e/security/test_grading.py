@@ -136,3 +136,24 @@ def test_without_isolation_the_rig_works(tmp_path: Path, run_cli: object) -> Non
         assert (done.returncode, json.loads(done.stdout)["resolved"]) == (0, True)
     finally:
         kill_leftovers()
+
+
+def test_a_task_path_named_by_its_real_path_must_be_declared_too(
+    tmp_path: Path, run_cli: object
+) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "pocs").mkdir()
+    (tmp_path / "pocs" / "x.bin").write_bytes(b"x")
+    toml = tmp_path / "task.toml"
+    toml.write_text(f'source = "src"\n[checks.pocs]\ncases = ["cat {tmp_path}/pocs/x.bin"]\n')
+    done = run_cli("check", "--task", str(tmp_path))  # type: ignore[operator]
+    assert (done.returncode, done.stderr) == (
+        2,
+        f"ssebench: error: {toml}: checks.pocs: case 1 names {tmp_path}/pocs/x.bin, which is "
+        "in neither this check's files nor the top-level files\n",
+    )
+    toml.write_text(
+        f'source = "src"\n[checks.pocs]\nfiles = ["pocs"]\ncases = ["cat {tmp_path}/pocs/x.bin",'
+        f' "make -C {tmp_path}/src"]\n'
+    )
+    assert run_cli("check", "--task", str(tmp_path), "--quiet").returncode == 0  # type: ignore[operator]
