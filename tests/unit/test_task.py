@@ -321,3 +321,45 @@ def test_the_first_bad_key_of_a_table_is_named_in_file_order(tmp_path: Path) -> 
     assert _error(tmp_path, text) == (
         f"{(tmp_path / 'task.toml').resolve()}: checks.build.zzz: unknown key"
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        (
+            'files = "pocs"\n',
+            "files: must be a list of paths (relative to the task folder, or absolute)",
+        ),
+        ('files = ["nope"]\n', "files: nope: no such file or folder ({tmp}/nope)"),
+        ('files = ["."]\n', "files: .: the task folder and task.toml are never readable by a case"),
+        (
+            'files = ["task.toml"]\n',
+            "files: task.toml: the task folder and task.toml are never readable by a case",
+        ),
+        ('files = ["p\\u0000"]\n', "files: must not contain a NUL character"),
+        ("env = 3\n", 'env: must be a table of NAME = "value"'),
+        ('env = { "1X" = "y" }\n', "env.1X: must be a variable name with a string value"),
+        ("env = { X = 1 }\n", "env.X: must be a variable name with a string value"),
+        (
+            'env = { SSE_DIFFICULTY = "0" }\n',
+            "env.SSE_DIFFICULTY: SSE_ variables are ssebench's own",
+        ),
+        ('network = "yes"\n', "network: must be true or false (got 'yes')"),
+        (
+            '[checks.pocs]\nfiles = ["nope"]\nrun = "true"\n',
+            "checks.pocs.files: nope: no such file or folder ({tmp}/nope)",
+        ),
+    ],
+)
+def test_files_env_and_network_errors_are_one_line(tmp_path: Path, text: str, error: str) -> None:
+    assert _error(tmp_path, f'source = "src"\n{text}') == (
+        f"{tmp_path / 'task.toml'}: {error.format(tmp=tmp_path)}"
+    )
+
+
+def test_a_source_tree_holding_the_task_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "task.toml").write_text('source = "."\n')
+    assert _error(tmp_path, 'source = "."\n') == (
+        f"{tmp_path / 'task.toml'}: source: {tmp_path} holds the task folder; the task must lie "
+        "outside it"
+    )
