@@ -20,7 +20,7 @@ from pathlib import Path
 from ssebench.core.case import CaseRun
 from ssebench.core.check import Check
 from ssebench.daemon.guard import disown_folder, own_folder
-from ssebench.daemon.isolation import SHARED_TEMP, Mechanism, Policy
+from ssebench.daemon.isolation import OURS_IN_TEMP, Mechanism, Policy
 from ssebench.daemon.runner import GRACE_SECONDS, LOG_LIMIT, Runner
 from ssebench.daemon.task import Task
 
@@ -44,12 +44,14 @@ def policy_for(
     task: Task, enabled: Iterable[Check], *, cases_root: Path, hidden: Iterable[Path]
 ) -> Policy:
     """What every case of a daemon at this level may reach (DESIGN.md's table)."""
-    hide = {*SHARED_TEMP, str(task.directory), *(os.path.realpath(path) for path in hidden)}
+    hide = {str(task.directory), *(os.path.realpath(path) for path in hidden)}
+    temp = f"{os.path.realpath(tempfile.gettempdir())}/ssebench-*"
     return Policy(
         readable=tuple(str(path) for path in task.readable(enabled)),
         writable=(str(task.source), str(cases_root)),
         hidden=tuple(sorted(hide)),
         network=task.network,
+        hidden_patterns=tuple(sorted({*OURS_IN_TEMP, temp})),
     )
 
 

@@ -67,8 +67,11 @@ def test_a_level_reads_the_top_level_files_and_those_of_its_checks(tmp_path: Pat
     policy = policy_for(task, [BUILD], cases_root=tmp_path / "cases", hidden=[Path("/x/logs")])
     assert policy.readable == (str(tmp_path / "intent" / "t.sh"),)
     assert policy.writable == (str(tmp_path / "src"), str(tmp_path / "cases"))
-    assert policy.hidden == tuple(
-        sorted({"/tmp", "/var/tmp", "/dev/shm", str(tmp_path), "/x/logs"})
+    assert policy.hidden == tuple(sorted({str(tmp_path), "/x/logs"}))
+    assert policy.hidden_patterns == (
+        "/dev/shm/ssebench-*",
+        "/tmp/ssebench-*",
+        "/var/tmp/ssebench-*",
     )
 
 
