@@ -19,27 +19,16 @@ from pathlib import Path
 from _common import machine, parser, run, scratch, table
 
 from ssebench.daemon.cases import Cases
-from ssebench.daemon.isolation import IsolationError, choose
+from ssebench.daemon.isolation import available, choose
 from ssebench.daemon.task import load_task
 from ssebench.plugins.build import BUILD
-
-
-def available() -> list[str]:
-    found = ["none"]
-    for name in ("landlock", "bubblewrap"):
-        try:
-            choose(name)
-        except IsolationError:
-            continue
-        found.append(name)
-    return found
 
 
 async def measure(tmp: Path, rounds: int) -> dict[str, list[float]]:
     (tmp / "src").mkdir()
     (tmp / "task.toml").write_text('source = "src"\n[checks.build]\nrun = "true"\n')
     task = load_task(tmp, [BUILD])
-    names = available()
+    names = ["none", *available()]
     cases = {name: Cases(task, [BUILD], mechanism=choose(name)) for name in names}
     times: dict[str, list[float]] = {name: [] for name in [*names, "bare bash -c true"]}
     try:

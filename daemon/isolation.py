@@ -117,6 +117,18 @@ def choose(requested: str = "auto") -> Mechanism:
     raise IsolationError(INSTALL_HINT)
 
 
+def available() -> list[str]:
+    """The mechanisms that work on this machine, strongest first."""
+    found = []
+    for name in MECHANISMS:
+        try:
+            choose(name)
+        except IsolationError:
+            continue
+        found.append(name)
+    return found
+
+
 def _bubblewrap() -> Mechanism | str:
     """bubblewrap when it can make the namespaces a case needs here; else why not."""
     path = shutil.which("bwrap")

@@ -18,25 +18,19 @@ import pytest
 
 from ssebench.core.case import CaseRun
 from ssebench.daemon.cases import Cases, case_environment, policy_for
-from ssebench.daemon.isolation import IsolationError, Mechanism, choose, visible_roots
+from ssebench.daemon.isolation import (
+    IsolationError,
+    Mechanism,
+    available,
+    choose,
+    visible_roots,
+)
 from ssebench.daemon.task import load_task
 from ssebench.plugins.build import BUILD
 from ssebench.plugins.intent import INTENT
 from ssebench.plugins.poc import POCS
 
-
-def _mechanisms() -> list[str]:
-    found = ["none"]
-    for name in ("bubblewrap", "landlock"):
-        try:
-            choose(name)
-        except IsolationError:
-            continue
-        found.append(name)
-    return found
-
-
-MECHANISMS = _mechanisms()
+MECHANISMS = ["none", *available()]
 CONFINED = [name for name in MECHANISMS if name != "none"]
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import fastmcp
 import pytest
 
-from ssebench.daemon.isolation import IsolationError, choose
+from ssebench.daemon.isolation import available
 from ssebench.testing.servers import Server, clean_env, start_server
 
 pytestmark = [pytest.mark.security, pytest.mark.timeout(300)]
@@ -38,14 +38,7 @@ LEFTOVERS = re.compile(r"sleep 30[234]|innocent-name|pkill -9 -x rle")
 
 def mechanisms() -> list[str]:
     """The mechanisms that work here (in a default Docker container: Landlock only)."""
-    found = []
-    for name in ("bubblewrap", "landlock"):
-        try:
-            choose(name)
-        except IsolationError:
-            continue
-        found.append(name)
-    return found
+    return available()
 
 
 @dataclass
