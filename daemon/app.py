@@ -10,8 +10,6 @@ import asyncio
 import contextlib
 import logging
 import re
-import shutil
-import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
@@ -28,7 +26,7 @@ from ssebench.core.check import Check
 from ssebench.core.protocol import API_PREFIX, CheckInfo, CheckList, Health
 from ssebench.core.registry import Registry
 from ssebench.daemon.cases import Cases
-from ssebench.daemon.guard import disown_folder, own_folder
+from ssebench.daemon.guard import make_folder, remove_folder
 from ssebench.daemon.hosts import HostGuard
 from ssebench.daemon.isolation import Mechanism
 from ssebench.daemon.runner import LOG_LIMIT, RunnerError
@@ -208,9 +206,7 @@ def create_app(
     cases' supervisor and removes the spool it made.
     """
     owned = spool is None
-    spool_dir = Path(tempfile.mkdtemp(prefix="ssebench-logs-")) if spool is None else spool
-    if owned:
-        own_folder(spool_dir)  # gone even if we are killed
+    spool_dir = make_folder("ssebench-logs-") if spool is None else spool
     hidden = [spool_dir, *([log_dir] if log_dir is not None else [])]
     enabled = registry.at_level(level).enabled
     cases = Cases(task, enabled, hidden=hidden, mechanism=mechanism, log_limit=log_limit)
@@ -223,8 +219,7 @@ def create_app(
         finally:
             cases.close()
             if owned:
-                shutil.rmtree(spool_dir, ignore_errors=True)
-                disown_folder(spool_dir)
+                remove_folder(spool_dir)
 
     app = Starlette(
         routes=daemon.routes(),

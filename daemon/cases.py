@@ -12,15 +12,14 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import tempfile
 import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from ssebench.core.case import CaseRun
 from ssebench.core.check import Check
-from ssebench.daemon.guard import disown_folder, own_folder
-from ssebench.daemon.isolation import OURS_IN_TEMP, Mechanism, Policy
+from ssebench.daemon.guard import make_folder, private_parent, remove_folder
+from ssebench.daemon.isolation import Mechanism, Policy
 from ssebench.daemon.runner import GRACE_SECONDS, LOG_LIMIT, Runner
 from ssebench.daemon.task import Task
 
@@ -44,14 +43,13 @@ def policy_for(
     task: Task, enabled: Iterable[Check], *, cases_root: Path, hidden: Iterable[Path]
 ) -> Policy:
     """What every case of a daemon at this level may reach (DESIGN.md's table)."""
-    hide = {str(task.directory), *(os.path.realpath(path) for path in hidden)}
-    temp = f"{os.path.realpath(tempfile.gettempdir())}/ssebench-*"
+    # Every daemon's folders (spools, case folders, grading copies) lie in private_parent().
+    hide = {str(task.directory), str(private_parent()), *map(os.path.realpath, hidden)}
     return Policy(
         readable=tuple(str(path) for path in task.readable(enabled)),
         writable=(str(task.source), str(cases_root)),
         hidden=tuple(sorted(hide)),
         network=task.network,
-        hidden_patterns=tuple(sorted({*OURS_IN_TEMP, temp})),
     )
 
 
@@ -70,8 +68,7 @@ class Cases:
     ) -> None:
         self.task = task
         # Made now, so the policy can name it; removed by the guard should this process die.
-        self.root = Path(tempfile.mkdtemp(prefix="ssebench-cases-"))
-        own_folder(self.root)
+        self.root = make_folder("ssebench-cases-")
         policy = policy_for(task, enabled, cases_root=self.root, hidden=hidden)
         self.runner = Runner(mechanism or UNCONFINED, policy, grace=grace, log_limit=log_limit)
 
@@ -93,5 +90,4 @@ class Cases:
 
     def close(self) -> None:
         self.runner.close()
-        shutil.rmtree(self.root, ignore_errors=True)
-        disown_folder(self.root)
+        remove_folder(self.root)

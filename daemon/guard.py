@@ -1,16 +1,25 @@
-"""The guard: a small process that removes the daemon's folders (spool, case folders) if it dies.
+"""ssebench's own temporary folders, and the guard that removes them should the daemon die first.
 
 SIGKILL leaves the daemon no chance to clean up, so a process of its own, started on first
 use, holds what must not outlive it. It reads registrations from a pipe whose write end only
 the daemon holds; at end of input (the daemon is gone) it removes what is still registered.
 (Running cases are the case supervisor's to end: it sees its socket close too.)
+
+Every such folder (spool, case folders, grading copies) lies in one parent per user,
+`$TMPDIR/ssebench-<uid>`, made private (0700) and removed by whoever leaves it empty: while a
+daemon lives its own folders keep the parent there, so the daemon's cases can be kept from all
+of it (every daemon's folders, even ones made later) by one path that does not come and go.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import stat
 import subprocess
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 # Reads "+ DIR" / "- DIR" lines; at end of input, which comes when every copy of the write end
@@ -23,7 +32,11 @@ while IFS= read -r line; do
     "- "*) unset "dirs[${line#- }]" ;;
   esac
 done
-for dir in "${!dirs[@]}"; do rm -rf -- "$dir"; done
+for dir in "${!dirs[@]}"; do
+  rm -rf -- "$dir"
+  parent=$(dirname -- "$dir")
+  case "${parent##*/}" in ssebench-*) rmdir -- "$parent" 2>/dev/null ;; esac
+done
 """
 
 
@@ -98,9 +111,43 @@ _GUARD = _Guard()
 
 
 def own_folder(folder: Path) -> None:
-    """The daemon's spool: removed by the guard should this process die before removing it."""
+    """Removed by the guard should this process die before removing it."""
     _GUARD.own(folder)
 
 
 def disown_folder(folder: Path) -> None:
     _GUARD.disown(folder)
+
+
+def private_parent() -> Path:
+    """`$TMPDIR/ssebench-<uid>`: where every folder of ssebench's lies, none of it a case's."""
+    return Path(os.path.realpath(tempfile.gettempdir())) / f"ssebench-{os.geteuid()}"
+
+
+def make_folder(prefix: str) -> Path:
+    """A new folder of ours in the private parent, removed by the guard if we die."""
+    for _ in range(10):
+        parent = private_parent()
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(parent, 0o700)
+        info = os.lstat(parent)
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+            raise OSError(f"{parent} is not a folder of this user's: ssebench will not use it")
+        try:
+            folder = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+        except FileNotFoundError:
+            continue  # another daemon found the parent empty and removed it just now
+        own_folder(folder)
+        return folder
+    raise OSError(f"cannot make a folder in {private_parent()}")
+
+
+def remove_folder(folder: Path, remove: Callable[[Path], None] | None = None) -> None:
+    """Remove a folder of `make_folder`'s, and the parent when it was the last one there."""
+    if remove is None:
+        shutil.rmtree(folder, ignore_errors=True)
+    else:
+        remove(folder)
+    disown_folder(folder)
+    with contextlib.suppress(OSError):
+        os.rmdir(folder.parent)

@@ -19,7 +19,6 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from glob import glob
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +27,6 @@ LANDLOCK = "landlock"
 NONE = "none"
 MECHANISMS = (BUBBLEWRAP, LANDLOCK)
 MIN_LANDLOCK_ABI = 6  # scoped signals; files since 1, TCP since 4
-# What ssebench itself leaves in temporary folders (spools, case folders, grading copies): one
-# daemon's cases never see another's, even one made after they started.
-OURS_IN_TEMP = ("/tmp/ssebench-*", "/var/tmp/ssebench-*", "/dev/shm/ssebench-*")
 INSTALL_HINT = (
     "no isolation mechanism works here: install bubblewrap (Debian: apt-get install bubblewrap) "
     "where user namespaces are allowed, or run on Linux 6.12 or newer with Landlock enabled "
@@ -56,14 +52,6 @@ class Policy:
     writable: tuple[str, ...] = ()
     hidden: tuple[str, ...] = ()
     network: bool = False
-    hidden_patterns: tuple[str, ...] = ()  # globs of more hidden paths, listed again each case
-
-    def hidden_now(self) -> tuple[str, ...]:
-        """The hidden paths, with what the patterns match at this moment."""
-        found = (
-            os.path.realpath(path) for pattern in self.hidden_patterns for path in glob(pattern)
-        )
-        return tuple(sorted({*self.hidden, *found}))
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -75,7 +63,6 @@ class Policy:
             writable=tuple(data["writable"]),
             hidden=tuple(data["hidden"]),
             network=bool(data["network"]),
-            hidden_patterns=tuple(data["hidden_patterns"]),
         )
 
 
@@ -198,7 +185,7 @@ def landlock_ruleset(policy: Policy, abi: int) -> int:
         scoped=get_supported_scope(ll.ABIVersion(abi)),
     )
     ruleset = ll.create_ruleset(attr)
-    rules = [(path, read) for path in visible_roots(policy.hidden_now())]
+    rules = [(path, read) for path in visible_roots(policy.hidden)]
     rules += [(path, read) for path in policy.readable]
     rules += [(path, every) for path in policy.writable]
     rules += [(path, every) for path in ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty")]
@@ -274,7 +261,7 @@ def bwrap_argv(mechanism: Mechanism, policy: Policy, case_dir: str, cwd: str) ->
     argv += ["--unshare-all"] + (["--share-net"] if policy.network else [])
     argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     hidden: list[str] = []
-    for path in sorted(policy.hidden_now(), key=len):
+    for path in sorted(policy.hidden, key=len):
         if os.path.isdir(path) and not any(path.startswith(f"{top}/") for top in hidden):
             hidden.append(path)
             argv += ["--tmpfs", path]

@@ -15,12 +15,11 @@ import dataclasses
 import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ssebench.core.errors import ConfigError, PatchError
-from ssebench.daemon.guard import disown_folder, own_folder
+from ssebench.daemon.guard import make_folder, remove_folder
 from ssebench.daemon.task import Task
 
 ERROR_CHARS = 2000  # git names every failed hunk; one line of JSON stays readable
@@ -95,8 +94,7 @@ def patched_copy(task: Task, patch: bytes | None) -> Iterator[Task]:
     The folder is removed afterwards, on an error or Ctrl+C too, and by the guard should this
     process be killed. PatchError (the patch does not apply) leaves nothing behind either.
     """
-    scratch = Path(tempfile.mkdtemp(prefix="ssebench-grade-"))
-    own_folder(scratch)
+    scratch = make_folder("ssebench-grade-")
     try:
         if scratch.is_relative_to(task.directory) or scratch.is_relative_to(task.source):
             raise ConfigError(
@@ -108,8 +106,7 @@ def patched_copy(task: Task, patch: bytes | None) -> Iterator[Task]:
             apply_patch(copy, patch)
         yield dataclasses.replace(task, source=copy)
     finally:
-        _remove(scratch)
-        disown_folder(scratch)
+        remove_folder(scratch, _remove)
 
 
 def _remove(folder: Path) -> None:

@@ -185,7 +185,7 @@ def test_a_stopped_run_leaves_no_scratch_and_resumes(
     proc = subprocess.Popen([*SSEBENCH, "grade", *args], env={**os.environ, "TMPDIR": str(tmpdir)},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
     deadline = time.monotonic() + 60
-    while len(list(tmpdir.glob("ssebench-grade-*/*/started"))) < 2:
+    while len(list(tmpdir.glob("ssebench-*/ssebench-grade-*/*/started"))) < 2:
         assert time.monotonic() < deadline and proc.poll() is None
         time.sleep(0.05)
     proc.send_signal(sig)

@@ -289,7 +289,7 @@ def test_a_stopped_grade_leaves_no_scratch_copy(
     proc = subprocess.Popen([*SSEBENCH, *args], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
     deadline = time.monotonic() + 60
-    while not list(tmpdir.glob("ssebench-grade-*/*/started")):
+    while not list(tmpdir.glob("ssebench-*/ssebench-grade-*/*/started")):
         assert time.monotonic() < deadline and proc.poll() is None
         time.sleep(0.05)
     proc.send_signal(sig)

@@ -18,6 +18,7 @@ import pytest
 
 from ssebench.core.case import CaseRun
 from ssebench.daemon.cases import Cases, case_environment, policy_for
+from ssebench.daemon.guard import make_folder, private_parent, remove_folder
 from ssebench.daemon.isolation import (
     IsolationError,
     Mechanism,
@@ -61,12 +62,7 @@ def test_a_level_reads_the_top_level_files_and_those_of_its_checks(tmp_path: Pat
     policy = policy_for(task, [BUILD], cases_root=tmp_path / "cases", hidden=[Path("/x/logs")])
     assert policy.readable == (str(tmp_path / "intent" / "t.sh"),)
     assert policy.writable == (str(tmp_path / "src"), str(tmp_path / "cases"))
-    assert policy.hidden == tuple(sorted({str(tmp_path), "/x/logs"}))
-    assert policy.hidden_patterns == (
-        "/dev/shm/ssebench-*",
-        "/tmp/ssebench-*",
-        "/var/tmp/ssebench-*",
-    )
+    assert policy.hidden == tuple(sorted({str(tmp_path), "/x/logs", str(private_parent())}))
 
 
 def test_the_case_environment(tmp_path: Path) -> None:
@@ -274,3 +270,22 @@ def test_no_isolation_warns_at_start(tmp_path: Path, run_cli: object) -> None:
         "PoCs can read every file this user can, the task's withheld files included, and "
         "write the task's files\n",
     )
+
+
+@pytest.mark.parametrize("mechanism", CONFINED)
+def test_another_daemons_folders_stay_out_of_reach_even_made_later(
+    tmp_path: Path, mechanism: str
+) -> None:
+    task = load_task(write_task(tmp_path, TOML), [BUILD, POCS, INTENT])
+    cases = Cases(task, [BUILD], mechanism=choose(mechanism))
+    other = make_folder("ssebench-logs-")  # another daemon's spool, made after ours
+    try:
+        (other / "log").write_text("MARK-OTHER-SPOOL\n")
+        log = tmp_path / "case.log"
+        asyncio.run(cases.run(f"cat {other}/log; ls {other.parent}", timeout=10, log_path=log))
+        assert "MARK-OTHER-SPOOL" not in log.read_text()
+        assert other.name not in log.read_text().splitlines()  # not in the listing
+    finally:
+        cases.close()
+        remove_folder(other)
+    assert not private_parent().exists() or list(private_parent().iterdir()) != [other]

@@ -8,6 +8,7 @@ task's scenario.sh, which each test writes.
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import threading
 import time
@@ -45,7 +46,12 @@ class Sidecar:
     server: Any
 
     def spool_root(self) -> Path:
-        return Path(self.env["TMPDIR"])
+        return Path(self.env["TMPDIR"]) / f"ssebench-{os.geteuid()}"  # the daemon's folders
+
+    def folders(self) -> set[Path]:
+        """The daemon's folders; none once the last is gone (their parent goes with it)."""
+        root = self.spool_root()
+        return set(root.iterdir()) if root.exists() else set()
 
     def restart(self, sig: int = signal.SIGTERM) -> None:
         self.daemon.send_signal(sig)
@@ -116,7 +122,7 @@ def test_daemon_killed_mid_run(sidecar: Sidecar, scenario: Any) -> None:
     (sidecar.task / "src" / "running").unlink(missing_ok=True)
     scenario('touch "$SSE_SOURCE_DIR/running"; sleep 30 & sleep 30\n')
     logs_before = saved_logs(sidecar.server)
-    spools = set(sidecar.spool_root().iterdir())
+    spools = sidecar.folders()
     thread, answers = _call_in_background(sidecar.server.url)
     _wait_for(sidecar.task / "src" / "running")
     killed = time.monotonic()
@@ -128,7 +134,7 @@ def test_daemon_killed_mid_run(sidecar: Sidecar, scenario: Any) -> None:
     assert_none_left(sidecar.task)
     assert saved_logs(sidecar.server) == logs_before
     deadline = time.monotonic() + 3
-    while set(sidecar.spool_root().iterdir()) & spools:  # the guard removes it
+    while sidecar.folders() & spools:  # the guard removes them
         assert time.monotonic() < deadline, "the killed daemon's spool was left behind"
         time.sleep(0.02)
     sidecar.daemon = start_daemon(sidecar.tmp, sidecar.task, sidecar.port, sidecar.env)
