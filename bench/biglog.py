@@ -35,6 +35,7 @@ LINE = (
 SAVED = re.compile(r"Full log available at (\S+)")
 TASK = """
 [checks.build]
+files = ["build-output.bin"]
 run = 'cat "$SSE_TASK_DIR/build-output.bin"; exit 1'
 """
 
