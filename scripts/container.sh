@@ -19,6 +19,7 @@ say() { echo "ssebench: container: $*" >&2; }
 
 if ! command -v dockerd >/dev/null || ! command -v debootstrap >/dev/null; then
     say "installing docker.io and debootstrap"
+    apt-get update -q >/dev/null
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker.io debootstrap >/dev/null
 fi
 if ! $docker info >/dev/null 2>&1; then
