@@ -119,7 +119,7 @@ class Runner:
                     "timed_out": False,
                 }
             except TimeoutError:
-                return {**await self._stop(case_id, ended), "timed_out": True}
+                return {**await self._stop(case_id, started, ended), "timed_out": True}
         except RunnerError:
             raise
         except BaseException:
@@ -127,22 +127,21 @@ class Runner:
             # not yet started (the supervisor takes the stop after the run); the stop is
             # awaited, shielded, so a closing loop cannot drop it half done.
             with contextlib.suppress(BaseException):
-                await asyncio.shield(self._stop_when_started(case_id, started, ended))
+                await asyncio.shield(self._stop(case_id, started, ended))
             raise
 
-    async def _stop_when_started(
+    async def _stop(
         self,
         case_id: str,
         started: asyncio.Future[dict[str, Any]],
         ended: asyncio.Future[dict[str, Any]],
-    ) -> None:
-        await self._send({"op": "stop", "id": case_id, "grace": self.grace})
-        if (await asyncio.wait_for(started, STOP_WAIT))["op"] == "started":
-            await asyncio.wait_for(ended, self.grace + STOP_WAIT)
-
-    async def _stop(self, case_id: str, ended: asyncio.Future[dict[str, Any]]) -> dict[str, Any]:
+    ) -> dict[str, Any]:
+        """Stop the case (one the supervisor has not started yet too: it takes the stop after
+        the run) and return its end; RunnerError when it never started or never ended."""
         await self._send({"op": "stop", "id": case_id, "grace": self.grace})
         try:
+            if (await asyncio.wait_for(asyncio.shield(started), STOP_WAIT))["op"] != "started":
+                raise RunnerError("the stopped case never started")
             return await asyncio.wait_for(asyncio.shield(ended), self.grace + STOP_WAIT)
         except TimeoutError:
             raise RunnerError("the case supervisor did not stop the case") from None
