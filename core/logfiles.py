@@ -10,7 +10,6 @@ from __future__ import annotations
 import errno
 import os
 import threading
-import uuid
 from collections.abc import Sequence
 from itertools import islice
 from pathlib import Path
@@ -27,6 +26,7 @@ from ssebench.core.logs import (
     nth_newline_from_end,
     tail,
 )
+from ssebench.core.savedlogs import Owner, hand_over, new_log_path
 
 _HEAD_CHUNK = 1 << 20  # bytes decoded at a time while counting words
 _TAIL_SPAN = 64 * 1024  # the first guess at how many end bytes hold the tail
@@ -131,7 +131,9 @@ def _link(file: BinaryIO, path: Path) -> bool:
     return True
 
 
-def _save_copy(log: _Joined, log_dir: Path, stop: threading.Event | None) -> Path | None:
+def _save_copy(
+    log: _Joined, log_dir: Path, stop: threading.Event | None, owner: Owner | None
+) -> Path | None:
     """The full log, byte for byte, in log_dir; None when it cannot be written.
 
     One file is hard-linked when it can be (same file system): the daemon never writes to a
@@ -139,9 +141,9 @@ def _save_copy(log: _Joined, log_dir: Path, stop: threading.Event | None) -> Pat
     costs nothing. Otherwise the kernel copies the bytes.
     """
     try:
-        log_dir.mkdir(parents=True, exist_ok=True)
-        path = log_dir / f"{uuid.uuid4()}.txt"
+        path = new_log_path(log_dir)
         if len(log.files) == 1 and _link(log.files[0], path):
+            hand_over(path, owner)
             return path
         out = path.open("xb")
     except OSError:
@@ -150,6 +152,7 @@ def _save_copy(log: _Joined, log_dir: Path, stop: threading.Event | None) -> Pat
         with out:
             for file, size in zip(log.files, log.sizes, strict=True):
                 _copy_range(file.fileno(), out.fileno(), size, stop)
+        hand_over(path, owner)
     except OSError:
         path.unlink(missing_ok=True)
         return None
@@ -160,7 +163,10 @@ def _save_copy(log: _Joined, log_dir: Path, stop: threading.Event | None) -> Pat
 
 
 def view_log_files(
-    files: Sequence[BinaryIO], log_dir: Path, stop: threading.Event | None = None
+    files: Sequence[BinaryIO],
+    log_dir: Path,
+    stop: threading.Event | None = None,
+    owner: Owner | None = None,
 ) -> LogView:
     """view_log for logs on this machine's disk, concatenated: the daemon runs in our process.
 
@@ -185,7 +191,7 @@ def view_log_files(
                 return view
             # The decoder's last flush (a cut character at the very end) made it long.
         text = _tail_of(log)
-        saved = _save_copy(log, log_dir, stop)
+        saved = _save_copy(log, log_dir, stop, owner)
         if saved is not None and stop is not None and stop.is_set():
             saved.unlink(missing_ok=True)  # nobody is left to read it
             raise _Stopped

@@ -12,12 +12,13 @@ from __future__ import annotations
 import codecs
 import contextlib
 import re
-import uuid
 from collections import deque
 from collections.abc import AsyncIterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
+
+from ssebench.core.savedlogs import Owner, hand_over, new_log_path
 
 WORD_LIMIT = 10_000
 LINE_LIMIT = 100
@@ -144,8 +145,16 @@ class LogAccumulator:
     lands in the page cache, and a thread hop per chunk would cost more than it saves.
     """
 
-    def __init__(self, log_dir: Path, min_window: int = _MIN_WINDOW, *, save: bool = True) -> None:
+    def __init__(
+        self,
+        log_dir: Path,
+        min_window: int = _MIN_WINDOW,
+        *,
+        save: bool = True,
+        owner: Owner | None = None,
+    ) -> None:
         self._log_dir = log_dir
+        self._owner = owner
         self._path: Path | None = None
         self._file: BinaryIO | None = None
         self._save_failed = not save
@@ -191,8 +200,7 @@ class LogAccumulator:
             return
         try:
             if self._file is None:
-                self._log_dir.mkdir(parents=True, exist_ok=True)
-                path = self._log_dir / f"{uuid.uuid4()}.txt"
+                path = new_log_path(self._log_dir)
                 self._file = path.open("xb")
                 self._path = path
             self._file.write(chunk)
@@ -205,6 +213,8 @@ class LogAccumulator:
             return None
         try:
             self._file.close()  # flushes, so a full disk can still show up here
+            if self._path is not None:
+                hand_over(self._path, self._owner)
         except OSError:
             self._discard_file()
             return None
@@ -263,12 +273,15 @@ class LogAccumulator:
         self._trim_at = max(self._min_window, 2 * self._size)
 
 
-async def view_log(chunks: AsyncIterable[bytes], log_dir: Path) -> LogView:
-    """Read a log stream into what the report shows; the full log goes to log_dir if long.
+async def view_log(
+    chunks: AsyncIterable[bytes], log_dir: Path, owner: Owner | None = None
+) -> LogView:
+    """Read a log stream into what the report shows; the full log goes to log_dir if long,
+    given to `owner`.
 
     If the stream fails (or is cancelled) the partial file is removed and the error re-raised.
     """
-    acc = LogAccumulator(log_dir)
+    acc = LogAccumulator(log_dir, owner=owner)
     try:
         async for chunk in chunks:
             acc.feed(chunk)

@@ -18,6 +18,7 @@ from ssebench.core.check import Check, CheckOutcome, Outcome, Status, split_by_l
 from ssebench.core.logfiles import view_log_files
 from ssebench.core.logs import LogView, view_log
 from ssebench.core.report import internal_failure, render
+from ssebench.core.savedlogs import Owner
 
 # progress(done, total, message): cases finished so far of all the cases the call will run.
 Progress = Callable[[float, float, str], Awaitable[None]]
@@ -120,15 +121,18 @@ async def _failed_logs(daemon: Daemon, outcome: CheckOutcome) -> AsyncIterator[b
                 yield chunk
 
 
-async def view_failed_log(daemon: Daemon, outcome: CheckOutcome, log_dir: Path) -> LogView:
+async def view_failed_log(
+    daemon: Daemon, outcome: CheckOutcome, log_dir: Path, owner: Owner | None = None
+) -> LogView:
     """The failed check's log as the report shows it: from local files when the daemon runs in
-    this process (copied by the kernel, off the event loop), else streamed from the daemon."""
+    this process (copied by the kernel, off the event loop), else streamed from the daemon. A
+    long log is saved in `log_dir`, given to `owner` (the agent's user)."""
     files = daemon.open_local_logs([c for c in outcome.cases if not c.passed])
     if files is None:
-        return await view_log(_failed_logs(daemon, outcome), log_dir)
+        return await view_log(_failed_logs(daemon, outcome), log_dir, owner)
     stop = threading.Event()
     try:
-        return await asyncio.to_thread(view_log_files, files, log_dir, stop)
+        return await asyncio.to_thread(view_log_files, files, log_dir, stop, owner)
     finally:
         stop.set()  # cancelled: the thread stops at its next step and removes its file
 
@@ -140,15 +144,17 @@ async def run_test_patch(
     log_dir: Path,
     *,
     progress: Progress | None = None,
+    log_owner: Owner | None = None,
 ) -> str:
-    """The whole of test_patch: run, fetch the headline check's log, render the report text.
+    """The whole of test_patch: run, fetch the headline check's log, render the report text
+    (a long log saved in `log_dir`, given to `log_owner`, the agent's user).
 
     Any failure of testing itself becomes the internal-failure text, its cause in our own log.
     """
     try:
         outcome = await run_checks(checks, level, daemon, progress=progress)
         failed = outcome.failed
-        view = None if failed is None else await view_failed_log(daemon, failed, log_dir)
+        view = None if failed is None else await view_failed_log(daemon, failed, log_dir, log_owner)
     except Exception as exc:
         return internal_failure(exc)
     return render(outcome, view)

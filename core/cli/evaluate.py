@@ -48,6 +48,7 @@ def run_job(job: Callable[[], Coroutine[Any, Any, T]]) -> T | None:
 def cmd_check(args: argparse.Namespace) -> int:
     from ssebench.core.daemons.inprocess import local_daemon
     from ssebench.core.orchestrator import run_test_patch
+    from ssebench.daemon.credentials import log_owner
 
     settings = load_settings(SSE_DIFFICULTY=args.difficulty)
     registry = build_registry()
@@ -65,6 +66,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                 daemon,
                 settings.log_dir,
                 progress=stderr_progress(args.quiet),
+                log_owner=log_owner(task.source),
             )
 
     text = run_job(job) or INTERNAL_FAILURE

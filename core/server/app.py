@@ -27,6 +27,7 @@ from mcp.types import ToolAnnotations
 from ssebench.core.check import Check, split_by_level
 from ssebench.core.orchestrator import Daemon, run_test_patch
 from ssebench.core.report import internal_failure
+from ssebench.core.savedlogs import Owner
 from ssebench.core.server.progress import CallProgress, Notify
 from ssebench.core.settings import PROGRESS_INTERVAL
 
@@ -66,8 +67,10 @@ def build_server(
     log_dir: Path,
     *,
     progress_interval: float = PROGRESS_INTERVAL,
+    log_owner: Owner | None = None,
 ) -> FastMCP:
-    """The FastMCP server with its one tool; the daemon may be any `Daemon` (tests pass fakes)."""
+    """The FastMCP server with its one tool; the daemon may be any `Daemon` (tests pass fakes).
+    Long logs are saved in `log_dir`, given to `log_owner` (the agent's user)."""
     checks = tuple(checks)
     mcp = FastMCP("ssebench", version=version("ssebench"))  # else serverInfo names fastmcp's
     lock = asyncio.Lock()
@@ -83,7 +86,9 @@ def build_server(
         async with progress.beating():
             async with progress.turn(lock):
                 text = await _run_until_client_leaves(
-                    run_test_patch(checks, level, daemon, log_dir, progress=progress.step)
+                    run_test_patch(
+                        checks, level, daemon, log_dir, progress=progress.step, log_owner=log_owner
+                    )
                 )
             await progress.finish()
         return text

@@ -27,6 +27,7 @@ from ssebench.core.server.app import build_server
 from ssebench.core.server.listen import serve_all
 from ssebench.core.settings import PROGRESS_INTERVAL
 from ssebench.daemon.app import create_app
+from ssebench.daemon.credentials import log_owner
 from ssebench.daemon.isolation import Mechanism
 from ssebench.daemon.task import Task
 
@@ -86,7 +87,12 @@ async def serve_test_patch(
                 print(f"ssebench: warning: {unsupported_warning(names)}", file=sys.stderr)
             daemon = remote
         mcp = build_server(
-            registry.checks, level, daemon, log_dir, progress_interval=progress_interval
+            registry.checks,
+            level,
+            daemon,
+            log_dir,
+            progress_interval=progress_interval,
+            log_owner=None if task is None else log_owner(task.source),
         )
         apps.insert(0, create_http_app(mcp, allowed_hosts=allowed_hosts))
         await serve_all(apps, sockets, ready)
