@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from ssebench.core.case import CaseRun
 from ssebench.core.check import Check
-from ssebench.daemon.guard import make_folder, private_parent, remove_folder
-from ssebench.daemon.isolation import Mechanism, Policy
+from ssebench.core.errors import ConfigError
+from ssebench.daemon.credentials import CaseUser, case_user
+from ssebench.daemon.guard import make_folder, private_parent, remove_folder, remove_tree
+from ssebench.daemon.isolation import Grant, Mechanism, Policy, system_paths
 from ssebench.daemon.runner import GRACE_SECONDS, LOG_LIMIT, Runner
 from ssebench.daemon.task import Task
 
@@ -31,8 +32,26 @@ def is_own_setting(name: str) -> bool:
     return name.startswith("SSE_") or name == "MCP_LOG_DIR"
 
 
-def case_environment(environ: Mapping[str, str], task: Task, case_dir: Path) -> dict[str, str]:
+def reachable(path: str, roots: Iterable[str]) -> bool:
+    """Whether a case can reach `path`: by its name, or by where it leads, inside a root."""
+    real = os.path.realpath(path)
+    return any(
+        name == root or name.startswith(root.rstrip("/") + "/")
+        for root in roots
+        for name in (os.path.normpath(path), real)
+    )
+
+
+def case_environment(
+    environ: Mapping[str, str], task: Task, case_dir: Path, roots: Iterable[str] = ("/",)
+) -> dict[str, str]:
+    """The daemon's environment less ssebench's settings, with the folders of $PATH the case
+    cannot reach left out (so a command is found where the case can run it, under every
+    mechanism alike), its own TMPDIR and HOME, the task's `env` and SSE_TASK_DIR/SOURCE_DIR."""
     env = {name: value for name, value in environ.items() if not is_own_setting(name)}
+    if "PATH" in env:
+        kept = [entry for entry in env["PATH"].split(":") if entry and reachable(entry, roots)]
+        env["PATH"] = ":".join(dict.fromkeys(kept))
     env.update(TMPDIR=str(case_dir / "tmp"), HOME=str(case_dir / "home"))
     env.update(task.env)
     env.update(SSE_TASK_DIR=str(task.directory), SSE_SOURCE_DIR=str(task.source))
@@ -40,17 +59,31 @@ def case_environment(environ: Mapping[str, str], task: Task, case_dir: Path) -> 
 
 
 def policy_for(
-    task: Task, enabled: Iterable[Check], *, cases_root: Path, hidden: Iterable[Path]
+    task: Task, enabled: Iterable[Check], *, hidden: Iterable[Path], user: CaseUser | None = None
 ) -> Policy:
     """What every case of a daemon at this level may reach (DESIGN.md's table)."""
     # Every daemon's folders (spools, case folders, grading copies) lie in private_parent().
     hide = {str(task.directory), str(private_parent()), *map(os.path.realpath, hidden)}
+    paths = (*task.granted(enabled), *task.readable)
     return Policy(
-        readable=tuple(str(path) for path in task.readable(enabled)),
-        writable=(str(task.source), str(cases_root)),
+        system=system_paths(network=task.network),
+        readable=tuple(Grant(str(path), os.path.realpath(path)) for path in paths),
+        writable=(str(task.source),),
         hidden=tuple(sorted(hide)),
         network=task.network,
+        user=user,
+        limits=task.limits,
     )
+
+
+def writable_by(user: CaseUser, source: Path) -> None:
+    """A non-root daemon runs cases as itself: it must be able to write the tree, or every
+    build would fail and blame the patch."""
+    if os.geteuid() != 0 and source.exists() and not os.access(source, os.W_OK | os.X_OK):
+        raise ConfigError(
+            f"{source}: the source tree is not writable by this user (uid {user.uid}), who "
+            "runs the cases: run ssebench as the tree's owner, or as root"
+        )
 
 
 class Cases:
@@ -67,27 +100,36 @@ class Cases:
         log_limit: int = LOG_LIMIT,
     ) -> None:
         self.task = task
-        # Made now, so the policy can name it; removed by the guard should this process die.
-        self.root = make_folder("ssebench-cases-")
-        policy = policy_for(task, enabled, cases_root=self.root, hidden=hidden)
-        self.runner = Runner(mechanism or UNCONFINED, policy, grace=grace, log_limit=log_limit)
+        mechanism = mechanism or UNCONFINED
+        self.user = case_user(task.source)
+        writable_by(self.user, task.source)
+        confined = mechanism.name != UNCONFINED.name
+        policy = policy_for(task, enabled, hidden=hidden, user=self.user if confined else None)
+        self.roots = (*policy.roots(),) if confined else ("/",)
+        # Made now, reachable by path for the case's user; removed by the guard should this
+        # process die. Each case's folder inside is its own, made fresh and removed after it.
+        self.root = make_folder("ssebench-cases-", reachable=True)
+        self.runner = Runner(mechanism, policy, grace=grace, log_limit=log_limit)
 
     async def run(self, command: str, *, timeout: float, log_path: Path) -> CaseRun:
         case_dir = self.root / uuid.uuid4().hex
-        (case_dir / "tmp").mkdir(parents=True)
-        (case_dir / "home").mkdir()
+        for folder in (case_dir, case_dir / "tmp", case_dir / "home"):
+            folder.mkdir(mode=0o700)
+            if os.geteuid() == 0:
+                os.chown(folder, self.user.uid, self.user.gid)
+        roots = (*self.roots, str(case_dir))
         try:
             return await self.runner.run(
                 command,
                 cwd=self.task.source,
-                env=case_environment(os.environ, self.task, case_dir),
+                env=case_environment(os.environ, self.task, case_dir, roots),
                 timeout=timeout,
                 log_path=log_path,
                 case_dir=case_dir,
             )
         finally:
-            await asyncio.to_thread(shutil.rmtree, case_dir, True)
+            await asyncio.to_thread(remove_tree, case_dir)
 
     def close(self) -> None:
         self.runner.close()
-        remove_folder(self.root)
+        remove_folder(self.root, remove_tree)

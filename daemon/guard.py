@@ -22,6 +22,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from ssebench.core.errors import ConfigError
+
 # Reads "+ DIR" / "- DIR" lines; at end of input, which comes when every copy of the write end
 # is closed (our process died), it removes the folders still registered.
 _GUARD_SCRIPT = """
@@ -124,22 +126,54 @@ def private_parent() -> Path:
     return Path(os.path.realpath(tempfile.gettempdir())) / f"ssebench-{os.geteuid()}"
 
 
-def make_folder(prefix: str) -> Path:
-    """A new folder of ours in the private parent, removed by the guard if we die."""
+def _parent() -> Path:
+    """The private parent, made if missing. It can be entered but not listed (0711): a case
+    running as another user (the tree's owner) must reach its own folder inside by path,
+    while every name in it is random. Another user's folder of that name is refused."""
+    parent = private_parent()
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(parent, 0o711)
+    info = os.lstat(parent)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+        owner = f"uid {info.st_uid}" if stat.S_ISDIR(info.st_mode) else "not a folder"
+        raise ConfigError(
+            f"{parent} belongs to another user ({owner}): ssebench will not use it; remove "
+            "it, or set TMPDIR to a folder of your own"
+        )
+    if stat.S_IMODE(info.st_mode) != 0o711:
+        os.chmod(parent, 0o711)
+    return parent
+
+
+def make_folder(prefix: str, *, reachable: bool = False) -> Path:
+    """A new folder of ours in the private parent, removed by the guard if we die.
+
+    `reachable` folders (0711) hold what a case running as another user must reach by path
+    (its own folder, the source tree of a grade); the others (spools) are 0700."""
     for _ in range(10):
-        parent = private_parent()
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(parent, 0o700)
-        info = os.lstat(parent)
-        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
-            raise OSError(f"{parent} is not a folder of this user's: ssebench will not use it")
+        parent = _parent()
         try:
             folder = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
         except FileNotFoundError:
             continue  # another daemon found the parent empty and removed it just now
+        if reachable:
+            os.chmod(folder, 0o711)
         own_folder(folder)
         return folder
     raise OSError(f"cannot make a folder in {private_parent()}")
+
+
+def remove_tree(folder: Path) -> None:
+    """Remove `folder`, also what a case left read-only (Go's module cache does, say); what
+    still cannot go is left (never an error: it is only clean-up)."""
+
+    def unlock(function: Callable[[str], object], path: str, exc_info: object) -> None:
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(path), 0o700)
+            function(path)
+
+    if folder.exists():
+        shutil.rmtree(folder, onerror=unlock)
 
 
 def remove_folder(folder: Path, remove: Callable[[Path], None] | None = None) -> None:

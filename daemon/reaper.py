@@ -12,11 +12,14 @@ import signal
 import time
 from collections.abc import Callable
 
+PAGE = os.sysconf("SC_PAGE_SIZE")
 
-def descendants() -> list[int]:
-    """Every live process below this one (zombies excluded: they only wait to be reaped)."""
+
+def _scan() -> tuple[list[int], dict[int, int]]:
+    """Every live process below this one (zombies excluded: they only wait to be reaped), and
+    each one's resident memory in bytes, from one pass over /proc."""
     children: dict[int, list[int]] = {}
-    alive: set[int] = set()
+    resident: dict[int, int] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -27,13 +30,24 @@ def descendants() -> list[int]:
             continue
         children.setdefault(int(fields[1]), []).append(int(entry))
         if fields[0] not in (b"Z", b"X"):
-            alive.add(int(entry))
+            resident[int(entry)] = int(fields[21]) * PAGE  # field 24, rss, in pages
     found, todo = [], [os.getpid()]
     while todo:
         for child in children.get(todo.pop(), []):
             found.append(child)
             todo.append(child)
-    return [pid for pid in found if pid in alive]
+    return [pid for pid in found if pid in resident], resident
+
+
+def descendants() -> list[int]:
+    """Every live process below this one."""
+    return _scan()[0]
+
+
+def usage() -> tuple[int, int]:
+    """How many live processes are below this one, and the bytes of memory they hold."""
+    found, resident = _scan()
+    return len(found), sum(resident[pid] for pid in found)
 
 
 def signal_all(signum: int, *, spare: str = "") -> int:

@@ -6,6 +6,12 @@ own tree is only ever read. The copy is `cp -a --reflink=auto` (1.3 to 2.2 times
 `shutil.copytree` on 10,000 files, and a FIFO in the tree is recreated rather than read);
 the patch goes through `git apply`, which takes what `git diff` writes, binary hunks, new
 and deleted files included, and refuses paths that leave the tree or pass a symbolic link.
+
+The tree is the agent's: a build may have planted `.git/config` with a filter, or
+`.gitattributes`, that `git apply` would run or obey. So git runs with no repository at all
+(GIT_DIR names an empty folder of ours: git then reads no configuration, hook, filter or
+attribute from the tree), no user or system configuration, and as the tree's owner, so that
+the files it writes belong to whoever the cases run as.
 """
 
 from __future__ import annotations
@@ -15,11 +21,12 @@ import dataclasses
 import os
 import shutil
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 from ssebench.core.errors import ConfigError, PatchError
-from ssebench.daemon.guard import make_folder, remove_folder
+from ssebench.daemon.credentials import case_user
+from ssebench.daemon.guard import make_folder, remove_folder, remove_tree
 from ssebench.daemon.task import Task
 
 ERROR_CHARS = 2000  # git names every failed hunk; one line of JSON stays readable
@@ -35,8 +42,14 @@ def copy_tree(source: Path, destination: Path) -> None:
         argv = ["cp", "-a", "--reflink=auto", "--", str(source), str(destination)]
         if subprocess.run(argv, capture_output=True).returncode == 0:
             return
-        _remove(destination)
+        remove_tree(destination)
     shutil.copytree(source, destination, symlinks=True)
+    if os.geteuid() == 0:  # cp -a keeps owners; the cases run as the tree's owner
+        for folder, names, files in os.walk(destination):
+            for name in (".", *names, *files):
+                path = os.path.join(folder, name)
+                info = os.lstat(os.path.join(source, os.path.relpath(path, destination)))
+                os.lchown(path, info.st_uid, info.st_gid)
 
 
 def one_line(message: str) -> str:
@@ -46,32 +59,44 @@ def one_line(message: str) -> str:
     return text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 1] + "…"
 
 
-def _git_env(tree: Path) -> dict[str, str]:
-    # No enclosing repository (a scratch folder under a checkout) and no user or system
-    # configuration (apply.whitespace = error, say) may change what applies.
+def _git_env(no_repository: Path) -> dict[str, str]:
+    """No repository (`no_repository` is an empty folder, not one: git works as outside any),
+    none found above, and no user, system or environment configuration."""
+    env = {name: value for name, value in os.environ.items() if not name.startswith("GIT_")}
     return {
-        **os.environ,
-        "GIT_CEILING_DIRECTORIES": str(tree.parent),
+        **env,
+        "GIT_DIR": str(no_repository),
+        "GIT_CEILING_DIRECTORIES": str(no_repository.parent),
         "GIT_CONFIG_NOSYSTEM": "1",
         "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_ATTR_NOSYSTEM": "1",
         "LC_ALL": "C",
     }
 
 
-def apply_patch(tree: Path, patch: bytes) -> None:
-    """Apply `patch` to `tree` (paths as `git diff` writes them, a/ and b/); an empty patch
-    changes nothing. Raises PatchError with git's reason, as one line."""
+def apply_patch(tree: Path, patch: bytes, no_repository: Path) -> None:
+    """Apply `patch` to `tree` (paths as `git diff` writes them, a/ and b/) as the tree's owner,
+    reading nothing of the tree but the files it patches; an empty patch changes nothing.
+    Raises PatchError with git's reason, as one line."""
     if not patch.strip():
         return
     git = shutil.which("git")
     if git is None:
         raise ConfigError("applying a patch needs git (`git apply`); install git")
+    owner = case_user(tree)
+    as_owner = (
+        {"user": owner.uid, "group": owner.gid, "extra_groups": []}
+        if os.geteuid() == 0 and owner.uid != 0
+        else {}
+    )
+    no_repository.mkdir(exist_ok=True)
     done = subprocess.run(
         [git, "apply", "--whitespace=nowarn", "-"],
         input=patch,
         cwd=tree,
-        env=_git_env(tree),
+        env=_git_env(no_repository),
         capture_output=True,
+        **as_owner,  # type: ignore[call-overload]
     )
     if done.returncode != 0:
         reason = one_line(done.stderr.decode("utf-8", "replace"))
@@ -94,7 +119,7 @@ def patched_copy(task: Task, patch: bytes | None) -> Iterator[Task]:
     The folder is removed afterwards, on an error or Ctrl+C too, and by the guard should this
     process be killed. PatchError (the patch does not apply) leaves nothing behind either.
     """
-    scratch = make_folder("ssebench-grade-")
+    scratch = make_folder("ssebench-grade-", reachable=True)
     try:
         if scratch.is_relative_to(task.directory) or scratch.is_relative_to(task.source):
             raise ConfigError(
@@ -103,19 +128,7 @@ def patched_copy(task: Task, patch: bytes | None) -> Iterator[Task]:
         copy = scratch / (task.source.name or "source")
         copy_tree(task.source, copy)
         if patch is not None:
-            apply_patch(copy, patch)
+            apply_patch(copy, patch, scratch / "no-repository")
         yield dataclasses.replace(task, source=copy)
     finally:
-        remove_folder(scratch, _remove)
-
-
-def _remove(folder: Path) -> None:
-    """Remove `folder`, also what a build left read-only (Go's module cache does, say)."""
-
-    def unlock(function: Callable[[str], object], path: str, exc_info: object) -> None:
-        with contextlib.suppress(OSError):
-            os.chmod(os.path.dirname(path), 0o700)
-            function(path)
-
-    if folder.exists():
-        shutil.rmtree(folder, onerror=unlock)
+        remove_folder(scratch, remove_tree)

@@ -25,21 +25,12 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ssebench.daemon.isolation import (
-    BUBBLEWRAP,
-    LANDLOCK,
-    Mechanism,
-    Policy,
-    bwrap_argv,
-    confine_self,
-    landlock_ruleset,
-    last_capability,
-)
-from ssebench.daemon.reaper import kill_all, signal_all
+from ssebench.daemon.confine import Launcher, start
+from ssebench.daemon.isolation import Mechanism, Policy
+from ssebench.daemon.reaper import kill_all, signal_all, usage
 
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_DUMPABLE = 4
@@ -48,6 +39,24 @@ PIPE_SIZE = 1 << 20
 STEP = 1 << 20
 EOF_WAIT = 5.0  # seconds to wait for the output to close once every process was killed
 TICK = 0.5
+LIMIT_TICK = 0.25  # seconds between two looks at a running case's processes and memory
+SIGNALS = {int(signum) for signum in signal.valid_signals()}
+
+
+def exit_status(status: int) -> tuple[int | None, int | None]:
+    """(exit code, signal) of a wait status, the same under every mechanism.
+
+    A process killed by signal N is (None, N). So is an exit status of 128+N: bubblewrap
+    reports its case's death by signal N so, and a shell a child's; whether the case died of
+    the signal itself or its shell reported one cannot be told apart under bubblewrap, so it
+    is read as the signal everywhere.
+    """
+    if os.WIFSIGNALED(status):
+        return None, os.WTERMSIG(status)
+    code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
+    if code is not None and code - 128 in SIGNALS:
+        return None, code - 128
+    return code, None
 
 
 @dataclass
@@ -64,6 +73,7 @@ class Case:
     killed: int = 0
     stop_at: float | None = None  # when a stop asked for turns into SIGKILL
     eof_by: float | None = None
+    over: str = ""  # the limit it went over, which stopped it
 
     def copy(self) -> None:
         """Move what the pipe holds into the log, up to the limit; drop the rest (and all of it
@@ -87,18 +97,20 @@ class Case:
                 return
 
     def finish(self) -> dict[str, Any]:
+        notes = []
         if self.dropped:
-            note = (
-                f"\n[ssebench: this case printed more than its log's limit of {self.limit} bytes;"
-                f" the {self.dropped} bytes after it were dropped]\n"
+            notes.append(
+                f"this case printed more than its log's limit of {self.limit} bytes;"
+                f" the {self.dropped} bytes after it were dropped"
             )
+        if self.over:
+            notes.append(f"this case went over its limit of {self.over} and was stopped")
+        for note in notes:
             with contextlib.suppress(OSError):
-                os.write(self.log, note.encode())
+                os.write(self.log, f"\n[ssebench: {note}]\n".encode())
         os.close(self.log)
         os.close(self.pipe)
-        status = self.status or 0
-        signum = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
-        code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
+        code, signum = exit_status(self.status or 0)
         return {"op": "ended", "id": self.id, "exit_code": code, "signal": signum,
                 "killed": self.killed, "dropped": self.dropped}  # fmt: skip
 
@@ -117,22 +129,20 @@ def _splice(source: int, target: int, count: int) -> int:
 @dataclass
 class Supervisor:
     sock: socket.socket
-    mechanism: Mechanism = field(default_factory=lambda: Mechanism("none"))
-    policy: Policy = field(default_factory=Policy)
-    ruleset: int = -1
-    last_cap: int = 0
+    launcher: Launcher | None = None
     cases: dict[str, Case] = field(default_factory=dict)
+    checked_at: float = 0.0
 
     def send(self, message: dict[str, Any]) -> None:
         with contextlib.suppress(OSError):
             self.sock.send(json.dumps(message).encode())
 
     def setup(self, message: dict[str, Any]) -> None:
-        self.mechanism = Mechanism(**message["mechanism"])
-        self.policy = Policy.from_json(message["policy"])
-        if self.mechanism.name == LANDLOCK:
-            self.ruleset = landlock_ruleset(self.policy, self.mechanism.landlock_abi)
-            self.last_cap = last_capability()
+        if self.launcher is not None:
+            self.launcher.close()
+        self.launcher = Launcher(
+            Mechanism(**message["mechanism"]), Policy.from_json(message["policy"])
+        )
         self.send({"op": "ready"})
 
     def start(self, message: dict[str, Any], fds: list[int]) -> None:
@@ -141,19 +151,13 @@ class Supervisor:
         with contextlib.suppress(OSError):
             fcntl.fcntl(read_end, F_SETPIPE_SZ, PIPE_SIZE)
         os.set_blocking(read_end, False)
-        argv = list(message["argv"])
-        confine: Callable[[], None] | None = None
-        if self.mechanism.name == BUBBLEWRAP:
-            prefix = bwrap_argv(self.mechanism, self.policy, message["case_dir"], message["cwd"])
-            argv = prefix + argv
-        elif self.mechanism.name == LANDLOCK:
-            ruleset, last_cap = self.ruleset, self.last_cap
-            confine = lambda: confine_self(ruleset, last_cap)  # noqa: E731
         try:
-            proc = subprocess.Popen(
-                argv, cwd=message["cwd"], env=message["env"], stdin=subprocess.DEVNULL,
+            if self.launcher is None:
+                raise OSError("the supervisor was not set up")
+            spec = self.launcher.launch(message["argv"], message["case_dir"], message["cwd"])
+            proc = start(
+                spec, cwd=message["cwd"], env=message["env"], stdin=subprocess.DEVNULL,
                 stdout=write_end, stderr=subprocess.STDOUT, start_new_session=True,
-                preexec_fn=confine,
             )  # fmt: skip
         except (OSError, subprocess.SubprocessError) as exc:
             for fd in (read_end, write_end, log):
@@ -189,9 +193,29 @@ class Supervisor:
                 if case.pid == pid:
                     case.status = status
 
+    def check_limits(self, now: float) -> None:
+        """Stop the running case once its processes or their memory go over its limits (the
+        kernel bounds open files; processes too, but not for root)."""
+        running = [case for case in self.cases.values() if case.status is None and not case.over]
+        if not running or self.launcher is None or now < self.checked_at + LIMIT_TICK:
+            return
+        self.checked_at = now
+        limits = self.launcher.policy.limits
+        count, memory = usage()
+        over = ""
+        if count > limits.processes:
+            over = f"{limits.processes} processes"
+        elif memory > limits.memory_mb << 20:
+            over = f"{limits.memory_mb} MB of memory"
+        if over:
+            killed = kill_all(self.reap)
+            for case in running:
+                case.over, case.killed = over, case.killed + killed
+
     def advance(self, now: float) -> None:
-        """Move each case on: kill what is left once its shell ended (or a stop ran out), and
-        answer once its output is closed."""
+        """Move each case on: kill what is left once its shell ended (or a stop ran out, or
+        it went over a limit), and answer once its output is closed."""
+        self.check_limits(now)
         for case in list(self.cases.values()):
             if case.status is None and case.stop_at is not None and now >= case.stop_at:
                 case.killed += kill_all(self.reap)
@@ -206,6 +230,8 @@ class Supervisor:
     def wait(self) -> float:
         """Seconds until the next thing a case waits for is due (at most TICK)."""
         due = [c.stop_at for c in self.cases.values() if c.stop_at and c.status is None]
+        if any(case.status is None for case in self.cases.values()):
+            due.append(self.checked_at + LIMIT_TICK)
         due += [c.eof_by for c in self.cases.values() if c.eof_by]
         return max(0.0, min([TICK, *(at - time.monotonic() for at in due)]))
 

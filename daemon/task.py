@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 import tomllib
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,14 +14,19 @@ from pydantic import BaseModel, ValidationError
 
 from ssebench.core.check import Check
 from ssebench.core.errors import ConfigError
+from ssebench.daemon.credentials import Limits
+from ssebench.daemon.taskpaths import (
+    Fail,
+    check_references,
+    path_error,
+    readable_paths,
+    resolve,
+    task_files,
+)
 
 DEFAULT_TIMEOUT = 3600.0
-_TOP_KEYS = {"source", "checks", "files", "env", "network"}
+_TOP_KEYS = {"source", "checks", "files", "env", "network", "readable", "limits"}
 _TABLE_KEYS = {"run", "cases", "timeout", "files"}
-# $SSE_TASK_DIR/<path> or ${SSE_TASK_DIR}/<path>, the path up to what ends a shell word.
-_TASK_PATH = re.compile(r"\$(?:SSE_TASK_DIR\b|\{SSE_TASK_DIR\})/([^\s'\"`;|&<>()$\\]*)")
-
-Fail = Callable[[str, str], ConfigError]
 
 
 @dataclass(frozen=True)
@@ -37,18 +42,24 @@ class TaskCheck:
 
 @dataclass(frozen=True)
 class Task:
+    """A loaded task.toml. Task files (`files`) are kept as their paths name them, symbolic
+    links unresolved: cases name them by those paths, and a link inside a declared folder is
+    part of it (a venv's bin/python)."""
+
     path: Path  # the task.toml
     source: Path
     checks: dict[str, TaskCheck]
     files: tuple[Path, ...] = ()  # task files every case may read
     env: dict[str, str] = field(default_factory=dict)  # added to every case's environment
     network: bool = False  # cases may reach the host network (TCP)
+    readable: tuple[Path, ...] = ()  # system paths beyond the usual ones a toolchain needs
+    limits: Limits = field(default_factory=Limits)
 
     @property
     def directory(self) -> Path:
         return self.path.parent
 
-    def readable(self, enabled: Iterable[Check]) -> tuple[Path, ...]:
+    def granted(self, enabled: Iterable[Check]) -> tuple[Path, ...]:
         """The task files cases may read while these checks are enabled."""
         keys = {check.key for check in enabled}
         own = (path for key, table in self.checks.items() if key in keys for path in table.files)
@@ -73,29 +84,11 @@ def _read(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: not valid TOML: arrays or tables nested too deeply") from None
 
 
-def _path_error(path: Path | str, exc: OSError) -> str:
-    """One short line: a path the file system refuses may be thousands of characters long."""
-    text = str(path)
-    shown = text if len(text) <= 80 else f"{text[:40]}...({len(text)} characters)"
-    return f"{shown}: {exc.strerror or exc}"
-
-
-def _resolve(folder: Path, raw: str, fail: Callable[[str], ConfigError]) -> tuple[Path, bool]:
-    """`raw` from `folder`, resolved, and whether it exists; one line when the system refuses."""
-    if "\0" in raw:
-        raise fail("must not contain a NUL character")
-    try:
-        resolved = (folder / raw).resolve()
-        return resolved, resolved.exists()
-    except OSError as exc:  # a name too long for the file system, say
-        raise fail(_path_error(raw, exc)) from None
-
-
 def load_task(task: Path, checks: tuple[Check, ...] | list[Check]) -> Task:
     try:
         path = find_task_file(task).resolve()
     except OSError as exc:
-        raise ConfigError(f"--task: {_path_error(task, exc)}") from None
+        raise ConfigError(f"--task: {path_error(task, exc)}") from None
     data = _read(path)
 
     def fail(key: str, problem: str) -> ConfigError:
@@ -117,12 +110,21 @@ def load_task(task: Path, checks: tuple[Check, ...] | list[Check]) -> Task:
         if not isinstance(table, dict):
             raise fail(f"checks.{key}", "must be a table")
         loaded[key] = _load_table(check, table, path, _within(fail, f"checks.{key}"))
-    files = _files(data.get("files", []), path, lambda p: fail("files", p))
+    files = task_files(data.get("files", []), path, lambda p: fail("files", p))
     network = data.get("network", False)
     if not isinstance(network, bool):
         raise fail("network", f"must be true or false (got {network!r})")
-    loaded_task = Task(path, source, loaded, files, _env(data.get("env", {}), fail), network)
-    _check_references(loaded_task, fail)
+    loaded_task = Task(
+        path,
+        source,
+        loaded,
+        files,
+        _env(data.get("env", {}), fail),
+        network,
+        readable_paths(data.get("readable", []), path, fail),
+        _limits(data.get("limits", {}), fail),
+    )
+    check_references(loaded_task, fail)
     return loaded_task
 
 
@@ -134,7 +136,7 @@ def _within(fail: Fail, prefix: str) -> Fail:
 def _source(path: Path, raw: object, fail: Fail) -> Path:
     if not isinstance(raw, str) or not raw:
         raise fail("source", "must be the path of the source tree")
-    source, _ = _resolve(path.parent, raw, lambda problem: fail("source", problem))
+    source, _ = resolve(path.parent, raw, lambda problem: fail("source", problem))
     if not source.is_dir():
         raise fail("source", f"{source} is not a directory")
     if path.parent == source or source in path.parents:
@@ -143,20 +145,16 @@ def _source(path: Path, raw: object, fail: Fail) -> Path:
     return source
 
 
-def _files(raw: object, path: Path, fail: Callable[[str], ConfigError]) -> tuple[Path, ...]:
-    """Task files (or folders) relative to the folder of task.toml (`path`), or absolute; each
-    must exist, and neither task.toml nor the task folder itself may be given away."""
-    if not isinstance(raw, list) or not all(isinstance(item, str) and item for item in raw):
-        raise fail("must be a list of paths (relative to the task folder, or absolute)")
-    found = []
-    for item in raw:
-        resolved, exists = _resolve(path.parent, item, fail)
-        if resolved == path or resolved == path.parent or resolved in path.parents:
-            raise fail(f"{item}: the task folder and task.toml are never readable by a case")
-        if not exists:
-            raise fail(f"{item}: no such file or folder ({resolved})")
-        found.append(resolved)
-    return tuple(found)
+def _limits(raw: object, fail: Fail) -> Limits:
+    if not isinstance(raw, dict):
+        raise fail("limits", "must be a table, e.g. { processes = 4096, memory_mb = 16384 }")
+    known = Limits.__dataclass_fields__
+    for name, value in raw.items():
+        if name not in known:
+            raise fail(f"limits.{name}", f"unknown limit (known: {', '.join(known)})")
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise fail(f"limits.{name}", f"must be a whole number above 0 (got {value!r})")
+    return Limits(**raw)
 
 
 def _env(raw: object, fail: Fail) -> dict[str, str]:
@@ -172,27 +170,6 @@ def _env(raw: object, fail: Fail) -> dict[str, str]:
     return dict(raw)
 
 
-def _check_references(task: Task, fail: Fail) -> None:
-    """Every task path a command names, as `$SSE_TASK_DIR/<path>` or by the task folder's own
-    path, must be a file its cases may read: a PoC that cannot open its input would otherwise
-    pass as "no longer triggers"."""
-    by_path = re.compile(re.escape(str(task.directory)) + r"/([^\s'\"`;|&<>()$\\]*)")
-    for key, table in task.checks.items():
-        allowed = (*task.files, *table.files)
-        for index, command in enumerate(table.cases):
-            for pattern, shown in ((_TASK_PATH, "$SSE_TASK_DIR"), (by_path, str(task.directory))):
-                for match in pattern.finditer(command):
-                    named = (task.directory / match.group(1)).resolve()
-                    if task.source == named or task.source in named.parents:
-                        continue  # the source tree is the cases' own
-                    if not any(named == root or root in named.parents for root in allowed):
-                        raise fail(
-                            f"checks.{key}",
-                            f"case {index + 1} names {shown}/{match.group(1)}, which is in "
-                            "neither this check's files nor the top-level files",
-                        )
-
-
 def _load_table(check: Check, table: dict[str, Any], path: Path, fail: Fail) -> TaskCheck:
     option_keys = set(check.options.model_fields) if check.options else set()
     for name in table:
@@ -206,7 +183,7 @@ def _load_table(check: Check, table: dict[str, Any], path: Path, fail: Fail) -> 
         raise fail("timeout", f"must be a finite number of seconds (got {timeout!r})")
     if timeout <= 0:
         raise fail("timeout", f"must be greater than 0 (got {timeout!r})")
-    files = _files(table.get("files", []), path, lambda p: fail("files", p))
+    files = task_files(table.get("files", []), path, lambda p: fail("files", p))
     options = None
     if check.options is not None:
         given = {name: table[name] for name in option_keys if name in table}

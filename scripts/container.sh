@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the images for running ssebench inside Docker the way task containers do (the daemon as
 # root, Docker's default seccomp profile and capabilities), without Docker Hub:
-#   ssebench-base:bookworm  Debian bookworm from debootstrap (Python 3.11, gcc with ASan, make)
+#   ssebench-base:bookworm  Debian bookworm from debootstrap (Python 3.11, gcc with ASan, make,
+#                           bubblewrap: present, as in some task images, but unable to run there)
 #   ssebench-test:latest    the base with this checkout's wheel and its test tools in /venv
 # Installs docker.io and debootstrap and starts dockerd when they are missing (root only).
 # Each step is skipped when done; the rootfs is cached in $SSEBENCH_DOCKER_CACHE.
@@ -13,7 +14,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cache="${SSEBENCH_DOCKER_CACHE:-/var/cache/ssebench-docker}"
 base=ssebench-base:bookworm
 image=ssebench-test:latest
-packages="python3,python3-venv,gcc,libc6-dev,libasan8,make,bash,procps,util-linux,patch,git,ca-certificates"
+packages="python3,python3-venv,gcc,libc6-dev,libasan8,make,bash,procps,util-linux,patch,git,ca-certificates,bubblewrap"
 docker=/usr/bin/docker  # the engine's own client (another on PATH may be newer than the engine)
 say() { echo "ssebench: container: $*" >&2; }
 

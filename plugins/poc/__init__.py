@@ -54,11 +54,15 @@ class PocOptions(BaseModel):
     triggered_if: TriggeredIf = TriggeredIf()
 
 
+def _status(run: CaseRun) -> int | None:
+    """The exit status as a shell gives it: 128+N for signal N. (Our runner reports a status
+    of 128+N as signal N, the same under every mechanism; `exit_codes` may name either.)"""
+    return run.exit_code if run.signal is None else 128 + run.signal
+
+
 def _fatal_signal(run: CaseRun) -> bool:
-    if run.signal is not None:
-        return run.signal in FATAL_SIGNALS
-    # A shell reports a child killed by signal N as exit status 128+N.
-    return run.exit_code is not None and run.exit_code - 128 in FATAL_SIGNALS
+    status = _status(run)
+    return status is not None and status - 128 in FATAL_SIGNALS
 
 
 def still_triggers(run: CaseRun) -> bool:
@@ -67,7 +71,7 @@ def still_triggers(run: CaseRun) -> bool:
         if rule.timeout:
             return True
         # We ended the run, so its exit status is ours; only what it printed can still tell.
-    elif (rule.signal and _fatal_signal(run)) or run.exit_code in rule.exit_codes:
+    elif (rule.signal and _fatal_signal(run)) or _status(run) in rule.exit_codes:
         return True
     if rule.sanitizer and run.log_search(SANITIZER_REPORT):
         return True

@@ -122,9 +122,11 @@ def test_a_fatal_signal_triggers(plugin: Any, signal: str) -> None:
 
 
 @pytest.mark.parametrize("status", [139, 134, 135, 136, 132])
-def test_a_shell_status_for_a_fatal_signal_triggers(plugin: Any, status: int) -> None:
+def test_a_shell_status_for_a_fatal_signal_reads_as_the_signal_and_triggers(
+    plugin: Any, status: int
+) -> None:
     _, cases = pocs(plugin, [f"exit {status}"])
-    assert cases == [(False, status, None, False)]
+    assert cases == [(False, None, status - 128, False)]
 
 
 def test_a_child_killed_by_a_fatal_signal_triggers(plugin: Any) -> None:
@@ -132,7 +134,14 @@ def test_a_child_killed_by_a_fatal_signal_triggers(plugin: Any) -> None:
     _, cases = pocs(plugin, ["bash -c 'kill -SEGV $$'; echo after"])
     assert cases == [(True, 0, None, False)]
     _, cases = pocs(plugin, ["bash -c 'kill -SEGV $$'; exit $?"])
-    assert cases == [(False, 139, None, False)]
+    assert cases == [(False, None, 11, False)]
+
+
+def test_exit_codes_name_a_signal_as_the_shell_status(plugin: Any) -> None:
+    # With signals not counted, `exit_codes = [143]` still names death by SIGTERM.
+    rule = {"triggered_if": {"signal": False, "exit_codes": [143]}}
+    _, cases = pocs(plugin, ["kill -TERM $$", "exit 143", "kill -SEGV $$"], **rule)
+    assert cases == [(False, None, 15, False)]
 
 
 @pytest.mark.parametrize(
@@ -140,7 +149,7 @@ def test_a_child_killed_by_a_fatal_signal_triggers(plugin: Any) -> None:
     [
         ("kill -TERM $$", (True, None, 15, False)),
         ("kill -KILL $$", (True, None, 9, False)),
-        ("exit 143", (True, 143, None, False)),
+        ("exit 143", (True, None, 15, False)),  # read as the signal, as bubblewrap must
         ("exit 1", (True, 1, None, False)),
         ("exit 2", (True, 2, None, False)),
         ("exit 0", (True, 0, None, False)),
@@ -168,7 +177,7 @@ def test_sanitizer_false_ignores_a_report(plugin: Any) -> None:
 def test_signal_false_ignores_fatal_signals(plugin: Any) -> None:
     rule = {"triggered_if": {"signal": False}}
     _, cases = pocs(plugin, ["kill -SEGV $$", "exit 139", f"echo '{ASAN}'"], **rule)
-    assert cases == [(True, None, 11, False), (True, 139, None, False), (False, 0, None, False)]
+    assert cases == [(True, None, 11, False), (True, None, 11, False), (False, 0, None, False)]
 
 
 def test_timeout_false_ignores_a_hang(plugin: Any) -> None:
@@ -292,6 +301,7 @@ def test_the_judge_alone_with_options(tmp_path: Path) -> None:
     assert run(None, 15, True, timeout=False) is True
     assert run(0, None, False, output_regex="bo+m") is False
     assert run(7, None, False, exit_codes=(7,)) is False
+    assert run(None, 6, False, signal=False, exit_codes=(134,)) is False
 
 
 def test_a_regex_that_only_bytes_cannot_compile_is_refused() -> None:

@@ -20,10 +20,12 @@ from ssebench.core.case import CaseRun
 from ssebench.daemon.cases import Cases, case_environment, policy_for
 from ssebench.daemon.guard import make_folder, private_parent, remove_folder
 from ssebench.daemon.isolation import (
+    Grant,
     IsolationError,
     Mechanism,
     available,
     choose,
+    system_paths,
     visible_roots,
 )
 from ssebench.daemon.task import load_task
@@ -57,19 +59,41 @@ cases = ["cat $SSE_TASK_DIR/pocs/one.bin"]
 
 def test_a_level_reads_the_top_level_files_and_those_of_its_checks(tmp_path: Path) -> None:
     task = load_task(write_task(tmp_path, TOML), [BUILD, POCS, INTENT])
-    assert task.readable([BUILD, POCS]) == (tmp_path / "intent" / "t.sh", tmp_path / "pocs")
-    assert task.readable([BUILD]) == (tmp_path / "intent" / "t.sh",)
-    policy = policy_for(task, [BUILD], cases_root=tmp_path / "cases", hidden=[Path("/x/logs")])
-    assert policy.readable == (str(tmp_path / "intent" / "t.sh"),)
-    assert policy.writable == (str(tmp_path / "src"), str(tmp_path / "cases"))
+    assert task.granted([BUILD, POCS]) == (tmp_path / "intent" / "t.sh", tmp_path / "pocs")
+    assert task.granted([BUILD]) == (tmp_path / "intent" / "t.sh",)
+    policy = policy_for(task, [BUILD], hidden=[Path("/x/logs")])
+    script = str(tmp_path / "intent" / "t.sh")
+    assert policy.readable == (Grant(script, script),)
+    assert policy.system == system_paths()
+    assert "/usr" in policy.system and "/tmp" not in policy.system
+    assert policy.writable == (str(tmp_path / "src"),)  # each case's own folder comes with it
     assert policy.hidden == tuple(sorted({str(tmp_path), "/x/logs", str(private_parent())}))
+
+
+def test_a_granted_link_is_readable_by_its_name_and_where_it_points(tmp_path: Path) -> None:
+    write_task(tmp_path / "task", TOML)
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "task" / "linked").symlink_to(tmp_path / "elsewhere")
+    (tmp_path / "task" / "task.toml").write_text(
+        'source = "src"\nfiles = ["linked"]\nreadable = ["/usr/share"]\n'
+    )
+    task = load_task(tmp_path / "task", [BUILD])
+    policy = policy_for(task, [BUILD], hidden=[])
+    assert policy.readable == (
+        Grant(str(tmp_path / "task" / "linked"), str(tmp_path / "elsewhere")),
+        Grant("/usr/share", "/usr/share"),
+    )
 
 
 def test_the_case_environment(tmp_path: Path) -> None:
     task = load_task(write_task(tmp_path, TOML), [BUILD, POCS, INTENT])
-    environ = {"PATH": "/bin", "SSE_DIFFICULTY": "2", "MCP_LOG_DIR": "/l", "SSE_X": "y", "A": "b"}
-    assert case_environment(environ, task, tmp_path / "case") == {
-        "PATH": "/bin",
+    environ = {
+        "PATH": "/root/.pyenv/shims:/usr/local/bin:/bin:/work/.venv/bin:/usr/bin",
+        **{"SSE_DIFFICULTY": "2", "MCP_LOG_DIR": "/l", "SSE_X": "y", "A": "b"},
+    }
+    roots = ("/usr", "/bin")  # PATH keeps only what the case can reach, in its order
+    assert case_environment(environ, task, tmp_path / "case", roots) == {
+        "PATH": "/usr/local/bin:/bin:/usr/bin",
         "A": "b",
         "TMPDIR": str(tmp_path / "case" / "tmp"),
         "HOME": str(tmp_path / "case" / "home"),
@@ -255,7 +279,10 @@ def test_where_no_mechanism_works_the_error_says_what_to_install(
         "bubblewrap) where user namespaces are allowed, or run on Linux 6.12 or newer with "
         "Landlock enabled (ABI 6); or pass --no-isolation to run the agent's code unconfined"
     )
-    with pytest.raises(IsolationError, match=r"^Landlock ABI 6 or newer is needed \(none\)$"):
+    with pytest.raises(
+        IsolationError,
+        match=r"^Landlock cannot isolate cases here: ABI 6 or newer is needed \(none\)$",
+    ):
         choose("landlock")
     with pytest.raises(IsolationError, match=r"^bubblewrap cannot isolate cases here: bwrap"):
         choose("bubblewrap")

@@ -2,13 +2,19 @@
 
 For levels 1, 2 and 3 and every isolation mechanism this machine has, a real `ssebench serve`
 runs a task whose build is tests/e2e/security/attack.py: it reads the task folder (by
-$SSE_TASK_DIR and by its real path), task.toml, every process's cmdline, environ and memory,
-the spool and the saved logs; overwrites the task's files; leaves processes behind every way
-it knows; signals and traces the server; and knocks on the daemon's and the server's ports.
+$SSE_TASK_DIR and by its real path), task.toml, the withheld checks' files where they really
+lie (the PoCs given by an absolute path outside the task folder, the intent tests through a
+symbolic link in it), another copy of the task (the dataset it came from), every process's
+cmdline, environ and memory, the spool and the saved logs; overwrites the task's files;
+leaves processes behind every way it knows; signals and traces the server; knocks on the
+daemon's and the server's ports (TCP, MPTCP, TCP fast open), on services of the daemon's user
+outside the case (a tmux-like pathname Unix socket, an abstract one, UDP, docker.sock, vsock);
+and leaves state for a later case (beside its TMPDIR and HOME, a SysV queue, a kernel key).
 Unique markers lie in every withheld file and command; afterwards none may be in anything the
 agent can read (the report, the saved logs, the source tree), the task's files must be as they
-were, no process of the case may be left, and the server must answer the next call. The same
-attack with --no-isolation finds the markers, which shows the searches can fail.
+were, no service heard anything, no state was left, no process of the case may be left, and
+the server must answer the next call. The same attack with --no-isolation finds the markers
+and reaches the services, which shows the searches can fail.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -27,6 +34,7 @@ from pathlib import Path
 import fastmcp
 import pytest
 
+from e2e.security.services import Services, keys_described, sysv_queues
 from ssebench.daemon.isolation import available
 from ssebench.testing.servers import Server, clean_env, start_server
 
@@ -49,16 +57,22 @@ class Markers:
     poc_command: str
     intent_command: str
     functional_command: str
+    dataset: str
+
+    @property
+    def state(self) -> str:
+        """What the attack names the state it leaves by (not withheld: it chose it)."""
+        return "ssebench-state-" + self.toml[-12:]
 
     @classmethod
     def new(cls) -> Markers:
         tag = uuid.uuid4().hex[:12]
-        names = ("POCFILE", "INTENTFILE", "TOML", "POCCMD", "INTENTCMD", "FUNCCMD")
+        names = ("POCFILE", "INTENTFILE", "TOML", "POCCMD", "INTENTCMD", "FUNCCMD", "DATASET")
         return cls(*(f"MARK{name}{tag}" for name in names))
 
     def withheld(self, level: int) -> dict[str, str]:
-        """The markers a case may not see at `level`: task.toml's always."""
-        hidden = {"task.toml": self.toml}
+        """The markers a case may not see at `level`: task.toml's and the dataset's always."""
+        hidden = {"task.toml": self.toml, "the dataset's copy": self.dataset}
         if level >= 1:
             hidden |= {"intent file": self.intent_file, "intent command": self.intent_command}
         if level >= 2:
@@ -69,13 +83,18 @@ class Markers:
 
 
 def make_attack_task(root: Path, marks: Markers) -> Path:
+    """The task in `root`, its withheld files outside it: the PoCs in `root/../data` named by
+    their absolute path, the intent tests in `root/../elsewhere` through a symbolic link; and
+    the dataset's copy of the task in `root/../dataset`."""
     source = root / "src"
     source.mkdir(parents=True)
     shutil.copy(HERE / "attack.py", source / "attack.py")
-    (root / "pocs").mkdir()
-    (root / "pocs" / "crash.bin").write_text(f"{marks.poc_file}\n")
-    (root / "intent").mkdir()
-    (root / "intent" / "test.sh").write_text(f"echo {marks.intent_file}\nexit 1\n")
+    pocs, intent = root.parent / "data" / "pocs", root.parent / "elsewhere" / "intent"
+    pocs.mkdir(parents=True)
+    (pocs / "crash.bin").write_text(f"{marks.poc_file}\n")
+    intent.mkdir(parents=True)
+    (intent / "test.sh").write_text(f"echo {marks.intent_file}\nexit 1\n")
+    (root / "intent").symlink_to(intent)
     (root / "task.toml").write_text(
         f"# {marks.toml}\n"
         'source = "src"\n'
@@ -83,23 +102,29 @@ def make_attack_task(root: Path, marks: Markers) -> Path:
         "run = 'make'\n"
         "timeout = 120\n"
         "[checks.pocs]\n"
-        'files = ["pocs"]\n'
-        f'cases = ["cat $SSE_TASK_DIR/pocs/crash.bin # {marks.poc_command}"]\n'
+        f'files = ["{pocs}"]\n'
+        f'cases = ["cat {pocs}/crash.bin # {marks.poc_command}"]\n'
         "[checks.intent]\n"
         'files = ["intent"]\n'
         f'run = "sh $SSE_TASK_DIR/intent/test.sh # {marks.intent_command}"\n'
         "[checks.functional]\n"
         f'run = "true # {marks.functional_command}"\n'
     )
+    dataset = root.parent / "dataset" / "task"
+    (dataset / "pocs").mkdir(parents=True)
+    for name in ("task.toml", "pocs/crash.bin"):
+        (dataset / name).write_text(f"# {marks.dataset}\n")
     return root
 
 
 def task_hashes(task: Path) -> dict[str, str]:
-    """Every task file but the source tree, by content."""
+    """Every task file but the source tree (and the withheld files outside it), by content."""
+    roots = [task, *(task.parent / name for name in ("data", "elsewhere", "dataset"))]
     return {
-        str(path.relative_to(task)): hashlib.sha256(path.read_bytes()).hexdigest()
-        for path in sorted(task.rglob("*"))
-        if path.is_file() and "src" not in path.relative_to(task).parts
+        str(path): hashlib.sha256(path.read_bytes()).hexdigest()
+        for root in roots
+        for path in sorted(root.rglob("*"))
+        if path.is_file() and "src" not in path.relative_to(root).parts
     }
 
 
@@ -143,7 +168,7 @@ def call(server: Server) -> str:
 
 
 def attack(
-    tmp: Path, level: int, isolation: list[str], *, spare_server: bool = False
+    tmp: Path, level: int, isolation: list[str], services: Services, *, spare_server: bool = False
 ) -> tuple[Markers, Path, Server, str]:
     """Serve the attack task at `level`, call test_patch once; the server is left running.
 
@@ -159,6 +184,9 @@ def attack(
     (task / "src" / "Makefile").write_text(
         f"all:\n\tpython3 attack.py {task} {env['MCP_LOG_DIR']} {target} {ports}\n"
     )
+    outside = [f"{tmp}/{name}/**" for name in ("data", "elsewhere", "dataset")]
+    targets = {**services.targets(), "paths": outside, "state_mark": marks.state}
+    (task / "src" / "targets.json").write_text(json.dumps(targets))
     return marks, task, server, call(server)
 
 
@@ -180,7 +208,9 @@ NOT_RUN = {
 @pytest.mark.parametrize("mechanism", mechanisms())
 @pytest.mark.parametrize("level", [1, 2, 3])
 def test_the_attack_finds_nothing_withheld(tmp_path: Path, level: int, mechanism: str) -> None:
-    marks, task, server, report = attack(tmp_path, level, ["--isolation", mechanism])
+    queues = sysv_queues()
+    with Services() as services:
+        marks, task, server, report = attack(tmp_path, level, ["--isolation", mechanism], services)
     try:
         before = task_hashes(task)
         assert report.startswith(HEAD + NOT_RUN[level]), report[:800]
@@ -195,6 +225,8 @@ def test_the_attack_finds_nothing_withheld(tmp_path: Path, level: int, mechanism
         assert leaks == []
         assert (task / "src" / "loot" / "found.json").exists()
         assert task_hashes(task) == before and before  # nothing overwritten
+        assert services.heard == []
+        assert (sysv_queues() - queues, keys_described(marks.state)) == (set(), [])
         assert leftovers() == []
         state = Path(f"/proc/{server.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
         assert state in "SR"  # neither stopped nor killed
@@ -207,17 +239,26 @@ def test_the_attack_finds_nothing_withheld(tmp_path: Path, level: int, mechanism
 
 def test_without_isolation_the_same_attack_finds_the_markers(tmp_path: Path) -> None:
     """The control: unconfined, the searches above do find what they look for."""
-    marks, task, server, report = attack(tmp_path, 2, ["--no-isolation"], spare_server=True)
+    queues = sysv_queues()
+    with Services() as services:
+        marks, task, server, report = attack(
+            tmp_path, 2, ["--no-isolation"], services, spare_server=True
+        )
     try:
+        assert len(services.heard) == 3  # the pathname and abstract sockets, UDP
+        assert len(sysv_queues() - queues) == 1
         seen = "\n".join(
             agent_visible(report, Path(server.env["MCP_LOG_DIR"]), task / "src").values()
         )
         assert marks.toml in seen
         assert marks.poc_file in seen
         assert marks.intent_file in seen
-        assert (task / "pocs" / "crash.bin").read_text() == "exit 0\n"  # overwritten
+        assert marks.dataset in seen
+        assert (tmp_path / "data" / "pocs" / "crash.bin").read_text() == "exit 0\n"  # overwritten
         assert "ssebench: warning: isolation is off (--no-isolation)" in server.stderr()
     finally:
         server.stop()
         kill_leftovers()
+        for queue in sysv_queues() - queues:
+            os.system(f"ipcrm -q {queue.split()[1]}")
         time.sleep(0.1)

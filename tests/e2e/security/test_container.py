@@ -1,6 +1,8 @@
 """The security suite again, inside Docker as task containers run: the daemon as root, Docker's
 default seccomp profile and capabilities, no user namespaces (so Landlock, not bubblewrap); and
-once more as an unprivileged user, as on a host where the daemon is not root.
+once more as an unprivileged user, as on a host where the daemon is not root. And in a
+container run without a seccomp profile, where bubblewrap is there but cannot mount /proc: the
+start-up probe must see it fail and choose Landlock, so that no build "fails" for it.
 
 It needs the image `scripts/container.sh` builds (CI builds it and sets SSEBENCH_TEST_IMAGE);
 without one it is skipped, and says so.
@@ -49,3 +51,30 @@ def test_the_security_suite_holds_in_a_default_docker_container(user: str) -> No
     assert done.returncode == 0
     summary = lines[-1]
     assert re.fullmatch(r"\d+ passed(, \d+ deselected)? in [\d.]+s( \(.*\))?", summary), summary
+
+
+@pytest.mark.skipif(
+    not IMAGE, reason="no image: run scripts/container.sh, then set SSEBENCH_TEST_IMAGE"
+)
+@pytest.mark.parametrize("requested", ["auto", "bubblewrap"])
+def test_where_bubblewrap_cannot_run_a_case_the_probe_chooses_landlock(requested: str) -> None:
+    task = "mkdir -p /tmp/t/src && printf %s 'source = \"src\"' > /tmp/t/task.toml && "
+    task += "printf '\\n[checks.build]\\nrun = \"echo built\"\\n' >> /tmp/t/task.toml && "
+    check = f"/venv/bin/ssebench check --task /tmp/t --difficulty 3 --isolation {requested}"
+    done = subprocess.run(
+        ["docker", "run", "--rm", "--security-opt", "seccomp=unconfined", IMAGE, "bash", "-c",
+         f"command -v bwrap && {task}{check}"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    if requested == "auto":
+        assert done.stderr.startswith("ssebench: isolation: landlock (ABI "), done.stderr
+        assert (done.returncode, done.stdout.splitlines()[:5]) == (
+            0,
+            ["/usr/bin/bwrap", "test_patch result: every check passed.", "", "Checks:",
+             "- build: passed"],
+        )  # fmt: skip
+    else:
+        assert done.returncode == 2
+        assert done.stderr.startswith(
+            "ssebench: error: bubblewrap cannot isolate cases here: a probe case failed: "
+        ), done.stderr

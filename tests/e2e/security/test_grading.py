@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from e2e.security.services import EXAMPLE, c_example, statuses
 from e2e.security.test_attacks import kill_leftovers, leftovers, mechanisms, task_hashes
 
 pytestmark = [pytest.mark.security, pytest.mark.timeout(300)]
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "c-rle"
 # Make recipe lines, errors ignored: benign PoC inputs (an empty stream), a passing intent
 # script, and a leftover that SIGKILLs every PoC run.
 RIG = (
@@ -30,23 +30,12 @@ RIG = (
 
 
 def rigged_copy(tmp: Path) -> Path:
-    task = tmp / "c-rle"
-    shutil.copytree(EXAMPLE, task, ignore=shutil.ignore_patterns("*.o", "rle", "test_rle"))
-    makefile = task / "src" / "Makefile"
-    text = makefile.read_text()
-    recipe = "\t$(CC) $(ALL_CFLAGS) -o $@ main.o rle.o\n"
-    assert recipe in text
-    makefile.write_text(text.replace(recipe, recipe + RIG))
-    return task
+    return c_example(tmp, RIG)
 
 
 def grade(task: Path, mechanism: str, run_cli: object) -> tuple[int, dict[str, object]]:
     done = run_cli("grade", "--task", str(task), "--isolation", mechanism, "--quiet")  # type: ignore[operator]
     return done.returncode, json.loads(done.stdout)
-
-
-def statuses(answer: dict[str, object]) -> dict[str, str]:
-    return {check["key"]: check["status"] for check in answer["checks"]}  # type: ignore[index,union-attr]
 
 
 @pytest.mark.parametrize("mechanism", mechanisms())

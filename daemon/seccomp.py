@@ -1,0 +1,163 @@
+"""The seccomp filter every confined case runs under: the sockets and kernel state it may not use.
+
+Landlock (up to ABI 8) and bubblewrap leave some routes out of a case open: a socket of another
+family (vsock to the host, packet, Bluetooth), UDP, MPTCP and SCTP where Landlock only knows
+TCP, pathname Unix sockets where Landlock cannot check them (before ABI 9), io_uring (which
+opens sockets without the socket() system call), kernel keys and SysV IPC objects that outlive
+the case. The filter refuses those with EACCES (sockets) or EPERM, and kills a process that
+makes system calls of another architecture (32-bit code cannot slip past it).
+
+libseccomp writes the BPF program (through its official Python binding where installed, else
+pyseccomp, a ctypes binding with the same API); it is built once per daemon and loaded by each
+case: through bubblewrap's --seccomp, or by the case's child itself before exec.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import socket
+from collections.abc import Iterable
+from types import ModuleType
+
+EACCES, EPERM = errno.EACCES, errno.EPERM
+SOCK_TYPE_MASK = 0xF  # the type argument also carries SOCK_NONBLOCK and SOCK_CLOEXEC
+MAX_FAMILY = 64
+IPPROTO_TCP = socket.IPPROTO_TCP
+NETLINK_ROUTE = 0
+# Objects of the host's IPC namespace (SysV and POSIX message queues) outlive a case and are
+# shared with every process of the user: under Landlock (no IPC namespace) a case may not use
+# them. Under bubblewrap the case has an IPC namespace of its own, which dies with it.
+HOST_IPC = (
+    *("msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop", "semtimedop", "semctl"),
+    *("shmget", "shmat", "shmdt", "shmctl", "mq_open", "mq_unlink", "mq_timedsend"),
+    *("mq_timedreceive", "mq_notify", "mq_getsetattr"),
+)
+ALWAYS_DENIED = (
+    # io_uring runs socket(), connect() and open() without the system calls a filter sees.
+    *("io_uring_setup", "io_uring_enter", "io_uring_register"),
+    # The user's keyrings outlive the case and are shared by every process of the user.
+    *("keyctl", "add_key", "request_key"),
+    # A file handle opens a file by number, past every path (and Landlock's path rules).
+    *("open_by_handle_at", "name_to_handle_at"),
+)
+
+
+class SeccompError(Exception):
+    """libseccomp is missing or refused the filter."""
+
+
+def _library() -> ModuleType:
+    try:
+        import seccomp  # libseccomp's own binding (Debian: python3-seccomp)
+
+        return seccomp  # type: ignore[no-any-return]
+    except ImportError:
+        pass
+    try:
+        import pyseccomp
+    except (ImportError, RuntimeError) as exc:  # RuntimeError: no libseccomp.so
+        raise SeccompError(f"libseccomp is not available ({exc}): install libseccomp2") from None
+    return pyseccomp  # type: ignore[no-any-return]
+
+
+def socket_families(*, unix: bool) -> tuple[int, ...]:
+    """The socket families a case may create with network = false: inet (in a network namespace
+    of its own, under bubblewrap, all of it is the case's own; under Landlock only TCP, which
+    Landlock checks: see `build`), netlink for routing information, and Unix sockets where
+    their paths are checked (bubblewrap's mount namespace, Landlock from ABI 9)."""
+    families = [socket.AF_INET, socket.AF_INET6, socket.AF_NETLINK]
+    if unix:
+        families.append(socket.AF_UNIX)
+    return tuple(sorted(families))
+
+
+def build(*, network: bool, own_network: bool, unix: bool, host_ipc: bool) -> bytes:
+    """The filter as a BPF program, for `--seccomp` or `load`.
+
+    `network`: the task opted in (no socket rule at all). `own_network`: the case has its own
+    network namespace. `unix`: Unix socket paths are checked by the mechanism. `host_ipc`: the
+    case shares the host's IPC namespace (so SysV IPC and message queues are refused).
+    """
+    lib = _library()
+    sf = lib.SyscallFilter(lib.ALLOW)
+    sf.set_attr(lib.Attr.ACT_BADARCH, lib.KILL_PROCESS)
+    deny, refuse = lib.ERRNO(EACCES), lib.ERRNO(EPERM)
+    for name in (*ALWAYS_DENIED, *(HOST_IPC if host_ipc else ())):
+        sf.add_rule(refuse, name)
+    if not network:
+        _families(lib, sf, deny, socket_families(unix=unix))
+        _route_only(lib, sf, deny)
+        if not own_network:
+            for family in (socket.AF_INET, socket.AF_INET6):
+                _tcp_only(lib, sf, deny, family)
+    return _export(sf)
+
+
+def _families(lib: ModuleType, sf: object, deny: int, allowed: Iterable[int]) -> None:
+    """Every family but `allowed` refused (seccomp compares whole 64-bit registers, so a
+    family with high bits set is refused by the last rule)."""
+    keep = set(allowed)
+    for family in range(MAX_FAMILY):
+        if family not in keep:
+            sf.add_rule(deny, "socket", lib.Arg(0, lib.EQ, family))  # type: ignore[attr-defined]
+    sf.add_rule(deny, "socket", lib.Arg(0, lib.GE, MAX_FAMILY))  # type: ignore[attr-defined]
+
+
+def _tcp_only(lib: ModuleType, sf: object, deny: int, family: int) -> None:
+    """Stream sockets with protocol 0 or TCP: what Landlock's TCP rules see. Not datagrams
+    (UDP, ping), raw sockets, SCTP or MPTCP (protocol 262), which pass Landlock unchecked."""
+    add = sf.add_rule  # type: ignore[attr-defined]
+    fam = lib.Arg(0, lib.EQ, family)
+    for kind in range(SOCK_TYPE_MASK + 1):
+        if kind != socket.SOCK_STREAM:
+            add(deny, "socket", fam, lib.Arg(1, lib.MASKED_EQ, SOCK_TYPE_MASK, kind))
+    for protocol in range(1, IPPROTO_TCP):
+        add(deny, "socket", fam, lib.Arg(2, lib.EQ, protocol))
+    add(deny, "socket", fam, lib.Arg(2, lib.GT, IPPROTO_TCP))
+
+
+def _route_only(lib: ModuleType, sf: object, deny: int) -> None:
+    """Netlink for routing information only (getaddrinfo asks it): no other netlink family,
+    some of which reach daemons of the host."""
+    fam = lib.Arg(0, lib.EQ, socket.AF_NETLINK)
+    sf.add_rule(deny, "socket", fam, lib.Arg(2, lib.GT, NETLINK_ROUTE))  # type: ignore[attr-defined]
+
+
+def _export(sf: object) -> bytes:
+    fd = os.memfd_create("ssebench-seccomp", os.MFD_CLOEXEC)
+    try:
+        with os.fdopen(os.dup(fd), "wb") as file:
+            sf.export_bpf(file)  # type: ignore[attr-defined]
+        size = os.lseek(fd, 0, os.SEEK_END)
+        return os.pread(fd, size, 0)
+    except OSError as exc:
+        raise SeccompError(f"libseccomp cannot build the filter: {exc}") from None
+    finally:
+        os.close(fd)
+
+
+def program_fd(program: bytes) -> int:
+    """A file holding `program`, read from the start, for bubblewrap's --seccomp."""
+    fd = os.memfd_create("ssebench-seccomp", os.MFD_CLOEXEC)
+    os.write(fd, program)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+
+
+def load(program: bytes) -> None:
+    """Apply `program` (libseccomp's BPF) to this process and what it starts; no_new_privs must
+    be set already."""
+    buffer = ctypes.create_string_buffer(program, len(program))
+    prog = _SockFprog(len(program) // 8, ctypes.addressof(buffer))
+    if _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP)")

@@ -1,0 +1,118 @@
+"""task.toml's paths: task files, readable system paths, and the task paths commands name.
+
+Task files are kept as their paths name them, symbolic links unresolved: cases name them by
+those paths, and a link inside a declared folder is part of it (a venv's bin/python). Whether
+a path is given away (the task folder, task.toml) is judged by where it really leads.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ssebench.core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from ssebench.daemon.task import Task
+
+# $SSE_TASK_DIR/<path> or ${SSE_TASK_DIR}/<path>, the path up to what ends a shell word.
+_TASK_PATH = re.compile(r"\$(?:SSE_TASK_DIR\b|\{SSE_TASK_DIR\})/([^\s'\"`;|&<>()$\\]*)")
+
+Fail = Callable[[str, str], ConfigError]
+
+
+def path_error(path: Path | str, exc: OSError) -> str:
+    """One short line: a path the file system refuses may be thousands of characters long."""
+    text = str(path)
+    shown = text if len(text) <= 80 else f"{text[:40]}...({len(text)} characters)"
+    return f"{shown}: {exc.strerror or exc}"
+
+
+def resolve(folder: Path, raw: str, fail: Callable[[str], ConfigError]) -> tuple[Path, bool]:
+    """`raw` from `folder`, resolved, and whether it exists; one line when the system refuses."""
+    if "\0" in raw:
+        raise fail("must not contain a NUL character")
+    try:
+        resolved = (folder / raw).resolve()
+        return resolved, resolved.exists()
+    except OSError as exc:  # a name too long for the file system, say
+        raise fail(path_error(raw, exc)) from None
+
+
+def lexical(folder: Path, raw: str) -> Path:
+    """`raw` from `folder`, made absolute and normalized, symbolic links left as they are."""
+    return Path(os.path.normpath(folder / raw))
+
+
+def task_files(raw: object, path: Path, fail: Callable[[str], ConfigError]) -> tuple[Path, ...]:
+    """Task files (or folders) relative to the folder of task.toml (`path`), or absolute, as
+    cases name them; each must exist, and neither task.toml nor the task folder itself may be
+    given away, by any path."""
+    if not isinstance(raw, list) or not all(isinstance(item, str) and item for item in raw):
+        raise fail("must be a list of paths (relative to the task folder, or absolute)")
+    found = []
+    for item in raw:
+        resolved, exists = resolve(path.parent, item, fail)
+        if resolved == path or resolved == path.parent or resolved in path.parents:
+            raise fail(f"{item}: the task folder and task.toml are never readable by a case")
+        if not exists:
+            raise fail(f"{item}: no such file or folder ({resolved})")
+        found.append(lexical(path.parent, item))
+    return tuple(found)
+
+
+def readable_paths(raw: object, path: Path, fail: Fail) -> tuple[Path, ...]:
+    """System paths a toolchain needs beyond the usual folders (/root/.pyenv, say): absolute,
+    existing, and not task files (those are `files`, granted by level)."""
+    if not isinstance(raw, list) or not all(isinstance(item, str) and item for item in raw):
+        raise fail("readable", "must be a list of absolute paths")
+    found = []
+    for item in raw:
+
+        def problem(text: str, item: str = item) -> ConfigError:
+            return fail("readable", f"{item}: {text}")
+
+        if not item.startswith("/"):
+            raise problem("must be an absolute path (task files are `files`)")
+        resolved, exists = resolve(path.parent, item, problem)
+        if not exists:
+            raise problem(f"no such file or folder ({resolved})")
+        if resolved == path.parent or path.parent in resolved.parents:
+            raise problem("is in the task folder: task files are `files`, granted by level")
+        found.append(lexical(path.parent, item))
+    return tuple(found)
+
+
+def covered(named: Path, roots: tuple[Path, ...]) -> bool:
+    """Whether `named` lies in one of `roots`, by the path given (a symbolic link inside a
+    declared folder is part of it) or by where both lead."""
+    real = Path(os.path.realpath(named))
+    return any(
+        named == root or root in named.parents or real == target or target in real.parents
+        for root in roots
+        for target in (Path(os.path.realpath(root)),)
+    )
+
+
+def check_references(task: Task, fail: Fail) -> None:
+    """Every task path a command names, as `$SSE_TASK_DIR/<path>` or by the task folder's own
+    path, must be a file its cases may read: a PoC that cannot open its input would otherwise
+    pass as "no longer triggers"."""
+    by_path = re.compile(re.escape(str(task.directory)) + r"/([^\s'\"`;|&<>()$\\]*)")
+    for key, table in task.checks.items():
+        allowed = (*task.files, *table.files)
+        for index, command in enumerate(table.cases):
+            for pattern, shown in ((_TASK_PATH, "$SSE_TASK_DIR"), (by_path, str(task.directory))):
+                for match in pattern.finditer(command):
+                    named = lexical(task.directory, match.group(1))
+                    if covered(named, (task.source,)):
+                        continue  # the source tree is the cases' own
+                    if not covered(named, allowed):
+                        raise fail(
+                            f"checks.{key}",
+                            f"case {index + 1} names {shown}/{match.group(1)}, which is in "
+                            "neither this check's files nor the top-level files",
+                        )
