@@ -171,6 +171,7 @@ class Supervisor:
         proc.returncode = 0
         case = Case(message["id"], proc.pid, read_end, log, int(message["log_limit"]))
         self.cases[case.id] = case
+        self.checked_at = time.monotonic()  # the first look a tick from now: most cases are over
         self.send({"op": "started", "id": case.id, "pid": proc.pid})
 
     def stop(self, message: dict[str, Any]) -> None:

@@ -53,7 +53,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     settings = load_settings(SSE_DIFFICULTY=args.difficulty)
     registry = build_registry()
     task = load_task(args.task, registry.checks)
-    mechanism = choose_isolation(args.isolation)
+    mechanism = choose_isolation(args.isolation, task)
     announce(mechanism, quiet=args.quiet)
 
     async def job() -> str:
@@ -90,7 +90,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
         raise ConfigError("grade needs --task DIR, or --daemon-url URL for a running daemon")
     progress = stderr_progress(args.quiet)
     task = load_task(args.task, registry.checks) if args.task is not None else None
-    mechanism = choose_isolation(args.isolation) if task else None
+    mechanism = choose_isolation(args.isolation, task) if task else None
     announce(mechanism, quiet=args.quiet)
 
     async def job() -> Outcome:

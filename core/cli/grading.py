@@ -106,7 +106,7 @@ def _grade_patch(args: argparse.Namespace) -> int:
     registry = build_registry()
     task = load_task(args.task, registry.checks)
     patch = read_patch(args.patch)
-    mechanism = choose_isolation(args.isolation)
+    mechanism = choose_isolation(args.isolation, task, copy=True)
     try:
         progress = evaluate.stderr_progress(args.quiet)
         outcome = run_on_copy(
@@ -136,7 +136,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     registry = build_registry()
     task = load_task(args.task, registry.checks)
     fix = read_patch(args.fix)
-    mechanism = choose_isolation(args.isolation)
+    mechanism = choose_isolation(args.isolation, task, copy=True)
     runs: dict[str, list[Outcome]] = {SHIPPED: [], FIXED: []}
     fix_error = None
     for run in range(1, args.runs + 1):

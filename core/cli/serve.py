@@ -63,7 +63,7 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     registry = build_registry()
     task = load_task(args.task, registry.checks)
     check_address(args.host, args.allow_remote)
-    mechanism = choose_isolation(args.isolation)
+    mechanism = choose_isolation(args.isolation, task)
     with loading():
         from ssebench.core.server.listen import bind_all, serve_all
         from ssebench.daemon.app import create_app
@@ -117,7 +117,7 @@ def serve_plan(
             f"--port and --daemon-port are both {args.port}; the embedded daemon needs its own"
         )
     check_address(args.host, args.allow_remote)
-    mechanism = choose_isolation(args.isolation) if task is not None and confine else None
+    mechanism = choose_isolation(args.isolation, task) if task is not None and confine else None
     return settings, registry, task, mechanism
 
 

@@ -21,6 +21,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -313,3 +314,31 @@ def test_a_private_folder_another_user_made_first_is_one_line(
         f"ssebench: error: {squat} belongs to another user ({owner}): ssebench will not use it; "
         "remove it, or set TMPDIR to a folder of your own\n",
     )
+
+
+@pytest.mark.skipif(not ROOT, reason="runs ssebench as another user")
+def test_a_daemon_that_cannot_write_the_tree_says_so_at_start(tmp_path: Path) -> None:
+    """A non-root daemon runs cases as itself: a tree it cannot write is one line, exit 2, not
+    a failed build that blames the patch."""
+    as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    ssebench = Path(sys.executable).with_name("ssebench")
+    if subprocess.run([*as_nobody, "test", "-x", str(ssebench)]).returncode != 0:
+        pytest.skip(f"{ssebench} cannot be run by uid 65534 here")
+    top = Path(tempfile.mkdtemp(prefix="ssebench-test-", dir="/tmp"))
+    try:
+        os.chmod(top, 0o755)
+        task = small_task(top / "task", "[checks.build]\nrun = 'true'\n")
+        done = subprocess.run(
+            [*as_nobody, str(ssebench), "check", "--task", str(task)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "TMPDIR": "/tmp"},
+        )
+        assert (done.returncode, done.stdout, done.stderr) == (
+            2,
+            "",
+            f"ssebench: error: {task / 'src'}: the source tree is not writable by this user "
+            "(uid 65534), who runs the cases: run ssebench as the tree's owner, or as root\n",
+        )
+    finally:
+        shutil.rmtree(top)
