@@ -99,15 +99,22 @@ class Launcher:
 def _with_reach(mechanism: Mechanism, policy: Policy) -> Policy:
     """Landlock leaves the folders on the way to a granted file to the case user's own
     permissions: where that user cannot reach one (a task folder locked to root), it keeps
-    CAP_DAC_READ_SEARCH, and Landlock alone decides what it reads. bubblewrap binds the
-    files themselves, so the folders on the way do not count."""
+    one capability past them (credentials.CaseUser), and Landlock alone decides what it
+    reads. bubblewrap binds the files themselves, so the folders on the way do not count."""
     user = policy.user
-    if mechanism.name != LANDLOCK or user is None or user.read_search:
+    if mechanism.name != LANDLOCK or user is None or user.reach is not None:
         return policy
     paths = [path for grant in policy.readable for path in (grant.path, grant.real)]
-    if credentials.cannot_reach(user, [*paths, *policy.writable]):
-        return replace(policy, user=replace(user, read_search=True))
-    return policy
+    unreachable = credentials.cannot_reach(user, [*paths, *policy.writable])
+    if not unreachable:
+        return policy
+    reach = credentials.reach_capability()
+    if reach is None:
+        raise IsolationError(
+            f"uid {user.uid}, who runs the cases, cannot reach {unreachable[0]}, and this "
+            "process has no capability to let it past the folders on the way"
+        )
+    return replace(policy, user=replace(user, reach=reach))
 
 
 def start(spec: Launch, **popen: Any) -> subprocess.Popen[bytes]:

@@ -21,19 +21,20 @@ PR_CAPBSET_DROP = 24
 PR_SET_KEEPCAPS = 8
 PR_SET_NO_NEW_PRIVS = 38
 PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE = 47, 2
-CAP_DAC_READ_SEARCH = 2
+CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH = 1, 2
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 
 
 @dataclass(frozen=True)
 class CaseUser:
-    """The user and group a case runs as; `read_search` keeps CAP_DAC_READ_SEARCH alone, for a
-    case whose granted files lie behind folders its user cannot enter (Landlock still decides
-    which paths it reads)."""
+    """The user and group a case runs as. `reach` is the one capability it keeps, ambient,
+    when its granted files lie behind folders its user cannot enter (a task folder locked to
+    root): CAP_DAC_READ_SEARCH where this process has it, else CAP_DAC_OVERRIDE (Docker's
+    root has only that one); Landlock still decides which paths it reads and writes."""
 
     uid: int
     gid: int
-    read_search: bool = False
+    reach: int | None = None
 
 
 @dataclass(frozen=True)
@@ -98,9 +99,21 @@ def _set_capabilities(keep: int | None) -> None:
         raise OSError(ctypes.get_errno(), "capset")
 
 
+def reach_capability() -> int | None:
+    """The weakest capability this process has that lets a case past folders its user cannot
+    enter: CAP_DAC_READ_SEARCH, else CAP_DAC_OVERRIDE; None with neither."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("CapPrm:"):
+            permitted = int(line.split()[1], 16)
+            for cap in (CAP_DAC_READ_SEARCH, CAP_DAC_OVERRIDE):
+                if permitted & (1 << cap):
+                    return cap
+    return None
+
+
 def become(user: CaseUser, last_cap: int) -> None:
     """In a case's child: no new privileges, `user`'s ids, no groups, no capabilities (but
-    CAP_DAC_READ_SEARCH, ambient, when `user.read_search`); nothing exec can give back.
+    `user.reach`, ambient, when set); nothing exec can give back.
 
     Every capability goes, the bounding set too, from a root case as well: with
     CAP_SYS_ADMIN or CAP_PERFMON it could read another process's environ through /proc past
@@ -110,7 +123,7 @@ def become(user: CaseUser, last_cap: int) -> None:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
     if os.geteuid() != 0:
         return  # a non-root daemon's cases run as itself, with what it has: nothing
-    keep = CAP_DAC_READ_SEARCH if user.read_search else None
+    keep = user.reach
     for cap in range(last_cap + 1):
         if cap != keep:
             _prctl(PR_CAPBSET_DROP, cap)  # EINVAL for caps this kernel lacks

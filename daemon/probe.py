@@ -4,7 +4,8 @@ A mechanism whose tools are present can still fail where it runs (bubblewrap can
 /proc in a container without a seccomp profile; libseccomp may be missing), and a case that
 cannot start would read as the build failing, blaming the patch. So at start a probe case
 runs through the very launcher every case uses, as the user cases will run as: it must write
-its TMPDIR and the source tree, read the system, and not read a file of ours beside them.
+its TMPDIR and the source tree, read the system and a granted file in a folder locked to its
+user (as deployments lock the task folder), and not read a file of ours beside them.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ from ssebench.core.errors import ConfigError
 from ssebench.daemon.confine import Launcher, start
 from ssebench.daemon.credentials import CaseUser
 from ssebench.daemon.guard import make_folder, private_parent, remove_folder
-from ssebench.daemon.isolation import Mechanism, Policy, system_paths
+from ssebench.daemon.isolation import Grant, Mechanism, Policy, system_paths
 
 PROBE_SECONDS = 20.0
 _SCRIPT = (
-    'echo probe > "$TMPDIR/t" && cat "$TMPDIR/t" && echo built > out && '
+    'echo probe > "$TMPDIR/t" && cat "$TMPDIR/t" "$GRANTED" && echo built > out && '
     "test -r /etc/passwd && ! cat ../secret 2>/dev/null"
 )
 
@@ -36,15 +37,19 @@ def probe(mechanism: Mechanism, user: CaseUser | None) -> str | None:
             if user is not None and os.geteuid() == 0:
                 os.chown(path, user.uid, user.gid)
         (folder / "secret").write_text("not for cases\n")
+        (folder / "locked").mkdir(mode=0o700)
+        granted = folder / "locked" / "granted"
+        granted.write_text("granted\n")
         policy = Policy(
             system=system_paths(),
+            readable=(Grant(str(granted), str(granted)),),
             writable=(str(source),),
             hidden=(str(private_parent()),),
             user=user,
         )
         launcher = Launcher(mechanism, policy)
         try:
-            return _run(launcher, source, case)
+            return _run(launcher, source, case, granted)
         finally:
             launcher.close()
     except ConfigError:
@@ -55,8 +60,9 @@ def probe(mechanism: Mechanism, user: CaseUser | None) -> str | None:
         remove_folder(folder)
 
 
-def _run(launcher: Launcher, source: Path, case: Path) -> str | None:
+def _run(launcher: Launcher, source: Path, case: Path, granted: Path) -> str | None:
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "TMPDIR": str(case / "tmp")}
+    env["GRANTED"] = str(granted)
     spec = launcher.launch(["bash", "-c", _SCRIPT], str(case), str(source))
     proc = start(
         spec,
@@ -74,6 +80,6 @@ def _run(launcher: Launcher, source: Path, case: Path) -> str | None:
         proc.wait()
         return f"it did not end within {PROBE_SECONDS:g} s"
     text = " ".join(output.decode("utf-8", "replace").split())
-    if proc.returncode != 0 or text != "probe" or not (source / "out").exists():
+    if proc.returncode != 0 or text != "probe granted" or not (source / "out").exists():
         return text or f"exit status {proc.returncode}"
     return None
