@@ -142,9 +142,10 @@ def _save_copy(
     """
     try:
         path = new_log_path(log_dir)
-        if len(log.files) == 1 and _link(log.files[0], path):
-            hand_over(path, owner)
-            return path
+        if len(log.files) == 1:
+            hand_over(log.files[0].fileno(), owner)  # the same file, if the link is made
+            if _link(log.files[0], path):
+                return path
         out = path.open("xb")
     except OSError:
         return None
@@ -152,7 +153,7 @@ def _save_copy(
         with out:
             for file, size in zip(log.files, log.sizes, strict=True):
                 _copy_range(file.fileno(), out.fileno(), size, stop)
-        hand_over(path, owner)
+            hand_over(out.fileno(), owner)
     except OSError:
         path.unlink(missing_ok=True)
         return None

@@ -212,9 +212,9 @@ class LogAccumulator:
         if self._file is None:
             return None
         try:
-            self._file.close()  # flushes, so a full disk can still show up here
-            if self._path is not None:
-                hand_over(self._path, self._owner)
+            self._file.flush()  # so a full disk can still show up here
+            hand_over(self._file.fileno(), self._owner)
+            self._file.close()
         except OSError:
             self._discard_file()
             return None

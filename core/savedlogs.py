@@ -27,7 +27,11 @@ Owner = tuple[int, int]  # (uid, gid): whose a saved log is, so the agent can op
 
 def _make_folder(folder: Path) -> None:
     """`folder` and its missing parents, each one the agent's user can enter (0755, whatever
-    the umask): the files in it are the agent's own, each readable by its owner only."""
+    the umask): the files in it are the agent's own, each readable by its owner only.
+
+    Each is changed through a descriptor that refuses a symbolic link: a parent the agent made
+    first (/tmp/mcp, say) could otherwise have ours swapped for a link to a folder of root's.
+    """
     missing = []
     while not folder.exists():
         missing.append(folder)
@@ -35,7 +39,11 @@ def _make_folder(folder: Path) -> None:
     for path in reversed(missing):
         with contextlib.suppress(FileExistsError):
             path.mkdir()
-            os.chmod(path, 0o755)
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+            try:
+                os.fchmod(fd, 0o755)
+            finally:
+                os.close(fd)
 
 
 def prune(log_dir: Path, keep: int = KEEP_LOGS, keep_bytes: int = KEEP_BYTES) -> None:
@@ -64,8 +72,10 @@ def new_log_path(log_dir: Path) -> Path:
     return log_dir / f"{uuid.uuid4()}.txt"
 
 
-def hand_over(path: Path, owner: Owner | None) -> None:
-    """The saved log is the agent's: its user's (when we may give it away), readable by it."""
+def hand_over(fd: int, owner: Owner | None) -> None:
+    """The saved log open as `fd` is the agent's: its user's (when we may give it away),
+    readable by it only. Through the descriptor, never the name: the folder may be the agent's,
+    and a name swapped for a link would have root change another file."""
     if owner is not None and os.geteuid() == 0:
-        os.chown(path, *owner)
-    os.chmod(path, 0o600)
+        os.fchown(fd, *owner)
+    os.fchmod(fd, 0o600)

@@ -64,31 +64,33 @@ class Launcher:
         elif mechanism.name == LANDLOCK:
             self.rules = Rules(self.policy, mechanism.landlock_abi)
 
+    def limit_own_processes(self) -> None:
+        """Give this process (the case supervisor) the cases' limits, which every case then
+        inherits: no code need run in a case's child for them (so bubblewrap and unconfined
+        cases start by vfork), and this process needs far less than any case may use."""
+        credentials.set_limits(self.policy.limits, self.others)
+
     def launch(self, command: Sequence[str], case_dir: str, cwd: str) -> Launch:
         """How to start `command` as a case whose own folder is `case_dir`."""
-        limits, others = self.policy.limits, self.others
         if self.view is not None:
             folder = os.open(case_dir, os.O_PATH | os.O_CLOEXEC)
             filter_fd = seccomp.program_fd(self.program)
             owned = [folder, filter_fd]
             argv = self.view.argv(list(command), folder, cwd, filter_fd, owned)
-            fds = (*self.view.fds(), *owned)
             # bubblewrap runs as the daemon: as root it becomes the case's user inside.
-            limit = lambda: credentials.set_limits(limits, others)  # noqa: E731
-            return Launch(argv, fds, limit, owned=owned)
+            return Launch(argv, (*self.view.fds(), *owned), owned=owned)
         if self.rules is not None:
             ruleset = self.rules.ruleset(case_dir)
             user = self.user or CaseUser(os.geteuid(), os.getegid())
             program, last_cap = self.program, self.last_cap
 
             def confine() -> None:
-                credentials.set_limits(limits, others)
                 credentials.become(user, last_cap)
                 restrict(ruleset)
                 seccomp.load(program)
 
             return Launch(list(command), (), confine, owned=[ruleset])
-        return Launch(list(command), (), lambda: credentials.set_limits(limits, others))
+        return Launch(list(command))
 
     def close(self) -> None:
         for part in (self.view, self.rules):

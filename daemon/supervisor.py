@@ -143,6 +143,7 @@ class Supervisor:
         self.launcher = Launcher(
             Mechanism(**message["mechanism"]), Policy.from_json(message["policy"])
         )
+        self.launcher.limit_own_processes()
         self.send({"op": "ready"})
 
     def start(self, message: dict[str, Any], fds: list[int]) -> None:
