@@ -8,6 +8,7 @@ import pytest
 
 from ssebench.core.errors import ConfigError
 from ssebench.core.registry import build_registry
+from ssebench.daemon.credentials import Limits
 from ssebench.daemon.task import DEFAULT_TIMEOUT, Task, find_task_file, load_task
 from ssebench.plugins.poc import PocOptions, TriggeredIf
 
@@ -349,12 +350,34 @@ def test_the_first_bad_key_of_a_table_is_named_in_file_order(tmp_path: Path) -> 
             '[checks.pocs]\nfiles = ["nope"]\nrun = "true"\n',
             "checks.pocs.files: nope: no such file or folder ({tmp}/nope)",
         ),
+        ('readable = "/usr"\n', "readable: must be a list of absolute paths"),
+        (
+            'readable = ["pocs"]\n',
+            "readable: pocs: must be an absolute path (task files are `files`)",
+        ),
+        ('readable = ["/nope/x"]\n', "readable: /nope/x: no such file or folder (/nope/x)"),
+        (
+            'readable = ["{tmp}/pocs"]\n',
+            "readable: {tmp}/pocs: is in the task folder: task files are `files`, granted by level",
+        ),
+        ("limits = 3\n", "limits: must be a table, e.g. { processes = 4096, memory_mb = 16384 }"),
+        (
+            "limits = { cpus = 2 }\n",
+            "limits.cpus: unknown limit (known: processes, memory_mb, open_files)",
+        ),
+        (
+            "limits = { processes = 0 }\n",
+            "limits.processes: must be a whole number above 0 (got 0)",
+        ),
+        (
+            "limits = { memory_mb = true }\n",
+            "limits.memory_mb: must be a whole number above 0 (got True)",
+        ),
     ],
 )
 def test_files_env_and_network_errors_are_one_line(tmp_path: Path, text: str, error: str) -> None:
-    assert _error(tmp_path, f'source = "src"\n{text}') == (
-        f"{tmp_path / 'task.toml'}: {error.format(tmp=tmp_path)}"
-    )
+    text, error = (part.replace("{tmp}", str(tmp_path)) for part in (text, error))
+    assert _error(tmp_path, f'source = "src"\n{text}') == (f"{tmp_path / 'task.toml'}: {error}")
 
 
 def test_a_source_tree_holding_the_task_is_refused(tmp_path: Path) -> None:
@@ -362,4 +385,35 @@ def test_a_source_tree_holding_the_task_is_refused(tmp_path: Path) -> None:
     assert _error(tmp_path, 'source = "."\n') == (
         f"{tmp_path / 'task.toml'}: source: {tmp_path} holds the task folder; the task must lie "
         "outside it"
+    )
+
+
+def test_readable_paths_and_limits_load(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path, 'source = "src"\nreadable = ["/usr/share"]\nlimits = { memory_mb = 512 }\n'
+    )
+    task = load_task(path, CHECKS)
+    assert (task.readable, task.limits) == ((Path("/usr/share"),), Limits(memory_mb=512))
+    assert load_task(_write(tmp_path, 'source = "src"\n'), CHECKS).limits == Limits(
+        processes=4096, memory_mb=16384, open_files=65536
+    )
+
+
+def test_a_link_inside_a_declared_folder_is_part_of_it(tmp_path: Path) -> None:
+    """A venv's bin/python points out of the venv: naming it is naming the declared venv."""
+    (tmp_path / "venv" / "bin").mkdir(parents=True)
+    (tmp_path / "venv" / "bin" / "python").symlink_to("/usr/bin/python3")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "intent").symlink_to(tmp_path / "elsewhere")
+    text = (
+        'source = "src"\nfiles = ["venv"]\n[checks.build]\n'
+        'run = "$SSE_TASK_DIR/venv/bin/python -m x"\n'
+        '[checks.intent]\nfiles = ["intent"]\nrun = "sh $SSE_TASK_DIR/intent/t.sh"\n'
+    )
+    task = load_task(_write(tmp_path, text), CHECKS)
+    assert task.files == (tmp_path / "venv",)  # as cases name it, not where it leads
+    assert task.checks["intent"].files == (tmp_path / "intent",)
+    assert _error(tmp_path, text.replace('files = ["venv"]\n', "")) == (
+        f"{tmp_path / 'task.toml'}: checks.build: case 1 names $SSE_TASK_DIR/venv/bin/python, "
+        "which is in neither this check's files nor the top-level files"
     )
