@@ -34,11 +34,10 @@ class View:
     mechanism: Mechanism
     policy: Policy
     opened: dict[str, int] = field(default_factory=dict)
-    case_path: str = ""  # the case being set up's own folder
 
     def __post_init__(self) -> None:
-        paths = [path for grant in self.policy.readable for path in (grant.real,)]
-        for path in dict.fromkeys([*paths, *self.policy.writable]):
+        reals = [grant.real for grant in self.policy.readable]
+        for path in dict.fromkeys([*reals, *self.policy.writable]):
             try:
                 self.opened[path] = os.open(path, os.O_PATH | os.O_CLOEXEC)
             except OSError:
@@ -59,7 +58,7 @@ class View:
         """bubblewrap's arguments for one case whose folder is open as `case_dir`; descriptors
         opened for this case alone are added to `extra` (bubblewrap closes each descriptor it
         binds, so a path bound twice needs a second one)."""
-        case_path = self.case_path = os.readlink(f"/proc/self/fd/{case_dir}")
+        case_path = os.readlink(f"/proc/self/fd/{case_dir}")
         argv = [self.mechanism.bwrap, "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
         if self.switches_user:
             # setpriv needs these to become the user and empty the bounding set; it drops them.
@@ -69,12 +68,12 @@ class View:
             argv += [] if self.policy.network else ["--unshare-net"]
         else:
             argv += ["--unshare-all"] + (["--share-net"] if self.policy.network else [])
-        argv += list(self._mounts(extra))
+        argv += list(self._mounts(extra, case_path))
         argv += ["--bind-fd", str(case_dir), case_path]
         argv += ["--remount-ro", "/", "--seccomp", str(seccomp), "--chdir", cwd, "--"]
         return argv + self._become() + command
 
-    def _mounts(self, extra: list[int]) -> Iterator[str]:
+    def _mounts(self, extra: list[int], case_path: str) -> Iterator[str]:
         system = self.policy.system
         for path in system:
             if os.path.islink(path):
@@ -87,7 +86,7 @@ class View:
             if _inside(path, system) and not _inside(path, covered) and os.path.isdir(path):
                 covered.append(path)
                 yield from ("--tmpfs", path)
-        yield from self._folders(covered)
+        yield from self._folders(covered, case_path)
         for grant in self.policy.readable:
             fd = self.opened.get(grant.real)
             if fd is not None:
@@ -100,12 +99,12 @@ class View:
             if path in self.opened:
                 yield from ("--bind-fd", str(self.opened[path]), path)
 
-    def _folders(self, covered: list[str]) -> Iterator[str]:
+    def _folders(self, covered: list[str], case_path: str) -> Iterator[str]:
         """The folders on the way to every bound path, made enterable (bubblewrap makes them
         0700, its own user's: a case running as another user could not pass them)."""
         targets = [p for grant in self.policy.readable for p in (grant.path, grant.real)]
         made: set[str] = set()
-        for target in [*targets, *self.policy.writable, self.case_path]:
+        for target in [*targets, *self.policy.writable, case_path]:
             folder = os.path.dirname(target)
             ancestors = []
             while folder != "/" and folder not in made:

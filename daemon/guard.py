@@ -6,9 +6,11 @@ the daemon holds; at end of input (the daemon is gone) it removes what is still 
 (Running cases are the case supervisor's to end: it sees its socket close too.)
 
 Every such folder (spool, case folders, grading copies) lies in one parent per user,
-`$TMPDIR/ssebench-<uid>`, made private (0700) and removed by whoever leaves it empty: while a
-daemon lives its own folders keep the parent there, so the daemon's cases can be kept from all
-of it (every daemon's folders, even ones made later) by one path that does not come and go.
+`$TMPDIR/ssebench-<uid>`, that can be entered but not listed (0711: a case running as the
+tree's owner reaches its own folder in it by path, and every name in it is random), refused if
+another user made it, and removed by whoever leaves it empty: while a daemon lives its own
+folders keep the parent there, so the daemon's cases can be kept from all of it (every
+daemon's folders, even ones made later) by one path that does not come and go.
 """
 
 from __future__ import annotations
