@@ -26,6 +26,7 @@ from ssebench.core.logs import (
     LogView,
     nth_newline_from_end,
     tail,
+    wire_size,
 )
 
 _HEAD_CHUNK = 1 << 20  # bytes decoded at a time while counting words
@@ -87,7 +88,7 @@ def _tail_of(log: _Joined) -> str:
         body = data.decode("utf-8", errors="replace").rstrip(BREAKS)
         words = sum(1 for _ in islice(WORD.finditer(body), WORD_LIMIT + 1))
         settled = nth_newline_from_end(body, LINE_LIMIT) >= 0 or words > WORD_LIMIT
-        if not start or settled or len(body.encode()) > BYTE_LIMIT:
+        if not start or settled or wire_size(body) > BYTE_LIMIT:
             return tail(body)
         span *= 4
 

@@ -30,6 +30,10 @@ from ssebench.core.report import internal_failure
 from ssebench.core.server.progress import CallProgress, Notify
 from ssebench.core.settings import PROGRESS_INTERVAL
 
+# Claude Code keeps a tool's result over 50,000 characters only as a file, and shows its model
+# a 2 KB preview, unless the tool declares more in this key of its `_meta`. The largest report
+# is the log's BYTE_LIMIT (64 KiB) and a few KiB of headline, checks, note and saved path.
+MAX_RESULT_CHARS = 80_000
 LEFT_POLL_SECONDS = 0.5
 UNWIND_SECONDS = 5.0
 ANNOTATIONS = ToolAnnotations(
@@ -77,6 +81,7 @@ def build_server(
         description=describe(checks, level, progress_interval),
         annotations=ANNOTATIONS,
         output_schema=None,  # text content only: a structured copy would change what clients show
+        meta={"anthropic/maxResultSizeChars": MAX_RESULT_CHARS},
     )
     async def test_patch(ctx: Context) -> str:
         progress = CallProgress(_notifier(ctx), progress_interval)
