@@ -92,6 +92,12 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--fix", type=Path, required=True, help="the reference fix (a diff)")
     validate.add_argument("--runs", type=_count, default=1, help="runs on each tree (default 1)")
     validate.add_argument("--json", action="store_true", help='{"sound": ...} for scripts')
+    validate.add_argument(
+        "--logs",
+        type=Path,
+        metavar="DIR",
+        help="save every case's log here, as DIR/run-N/as-shipped|with-the-fix/KEY-INDEX.log",
+    )
     validate.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     _isolation_flags(validate)
     command("plugins", "list the discovered checks")
@@ -135,6 +141,13 @@ def _grading_flags(grade: argparse.ArgumentParser, where: argparse._MutuallyExcl
     )
     grade.add_argument(
         "--shard", metavar="I/N", help="with --tasks: every N-th prediction from the I-th (from 0)"
+    )
+    grade.add_argument(
+        "--timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        help="with --tasks: the longest one prediction's grade may take; over it, the grade is "
+        "stopped, its cases killed, and the prediction is an error (default: no limit)",
     )
 
 
