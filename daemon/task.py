@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from ssebench.core.check import Check
-from ssebench.core.errors import ConfigError
+from ssebench.core.errors import ConfigError, plain_error
 
 DEFAULT_TIMEOUT = 3600.0
 _TOP_KEYS = {"source", "checks", "files", "env", "network"}
@@ -215,7 +215,7 @@ def _load_table(check: Check, table: dict[str, Any], path: Path, fail: Fail) -> 
         except ValidationError as exc:
             error = exc.errors()[0]
             where = ".".join(str(part) for part in error["loc"])
-            raise fail(where, error["msg"].removeprefix("Value error, ")) from None
+            raise fail(where, plain_error(error)) from None
     return TaskCheck(check, tuple(cases), float(timeout), options, files)
 
 

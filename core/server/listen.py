@@ -38,17 +38,18 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def bind_all(addresses: Sequence[tuple[str, int]]) -> list[socket.socket]:
-    """Every address bound, or none: the first that fails is a one-line ConfigError."""
+def bind_all(addresses: Sequence[tuple[str, int, str]]) -> list[socket.socket]:
+    """Every (host, port, what chose it) bound, or none: the first that fails is a one-line
+    ConfigError naming the flag to change."""
     sockets: list[socket.socket] = []
-    for host, port in addresses:
+    for host, port, chosen_by in addresses:
         try:
             sockets.append(bind(host, port))
         except OSError as exc:
             for sock in sockets:
                 sock.close()
             reason = exc.strerror or str(exc)
-            raise ConfigError(f"cannot listen on {host}:{port}: {reason}") from None
+            raise ConfigError(f"cannot listen on {host}:{port} ({chosen_by}): {reason}") from None
     return sockets
 
 

@@ -83,11 +83,13 @@ def test_port_in_use_is_one_line(tmp_path: Path) -> None:
         port = taken.getsockname()[1]
         mcp_taken = ["--port", str(port)]
         daemon_taken = ["--port", str(free_port()), "--daemon-port", str(port)]
-        for ports in (mcp_taken, daemon_taken):
+        flags = ("--port", "--daemon-port, the embedded daemon's port")
+        for ports, flag in zip((mcp_taken, daemon_taken), flags, strict=True):
             done = _run(["serve", "--task", str(task), *ports], clean_env(tmp_path))
             assert done.returncode == 2
             assert done.stderr.splitlines() == [
-                f"ssebench: error: cannot listen on 127.0.0.1:{port}: Address already in use"
+                f"ssebench: error: cannot listen on 127.0.0.1:{port} ({flag}): Address already in "
+                "use"
             ]
 
 

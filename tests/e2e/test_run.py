@@ -114,7 +114,7 @@ def test_server_that_cannot_start_exits_2_with_its_error(tmp_path: Path) -> None
         done = _run(tmp_path, args, ["touch", str(marker)])
     assert done.returncode == 2
     assert not marker.exists()
-    assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in done.stderr
+    assert f"cannot listen on 127.0.0.1:{port} (--port): Address already in use" in done.stderr
 
 
 def test_wait_that_runs_out(tmp_path: Path) -> None:

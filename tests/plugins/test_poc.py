@@ -219,13 +219,13 @@ def test_output_regex_is_bytes_and_multiline_flags_work(plugin: Any) -> None:
 @pytest.mark.parametrize(
     ("triggered_if", "problem"),
     [
-        ({"sanitiser": False}, "triggered_if.sanitiser: Extra inputs are not permitted"),
-        ({"signal": 0}, "triggered_if.signal: Input should be a valid boolean"),
-        ({"exit_codes": [True]}, "triggered_if.exit_codes.0: Input should be a valid integer"),
-        ({"exit_codes": ["1"]}, "triggered_if.exit_codes.0: Input should be a valid integer"),
+        ({"sanitiser": False}, "triggered_if.sanitiser: unknown key"),
+        ({"signal": 0}, "triggered_if.signal: must be true or false (got 0)"),
+        ({"exit_codes": [True]}, "triggered_if.exit_codes.0: must be a whole number (got True)"),
+        ({"exit_codes": ["1"]}, "triggered_if.exit_codes.0: must be a whole number (got '1')"),
         (
             {"exit_codes": [256]},
-            "triggered_if.exit_codes.0: Input should be less than or equal to 255",
+            "triggered_if.exit_codes.0: must be at most 255 (got 256)",
         ),
         (
             {"output_regex": "(unclosed"},

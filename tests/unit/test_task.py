@@ -259,31 +259,31 @@ BAD = [
     ),
     (
         'source = "src"\n[checks.pocs]\nrun = "./poc"\ntriggered_if = { sanitiser = true }\n',
-        "checks.pocs.triggered_if.sanitiser: Extra inputs are not permitted",
+        "checks.pocs.triggered_if.sanitiser: unknown key",
     ),
     (
         'source = "src"\n[checks.pocs]\nrun = "./poc"\ntriggered_if = "always"\n',
-        "checks.pocs.triggered_if: Input should be a valid dictionary or instance of TriggeredIf",
+        "checks.pocs.triggered_if: must be a table (got 'always')",
     ),
     (
         'source = "src"\n[checks.pocs]\nrun = "./poc"\ntriggered_if = { exit_codes = 1 }\n',
-        "checks.pocs.triggered_if.exit_codes: Input should be a valid tuple",
+        "checks.pocs.triggered_if.exit_codes: must be a list (got 1)",
     ),
     (
         'source = "src"\n[checks.pocs]\nrun = "./poc"\ntriggered_if = { exit_codes = [1.5] }\n',
-        "checks.pocs.triggered_if.exit_codes.0: Input should be a valid integer",
+        "checks.pocs.triggered_if.exit_codes.0: must be a whole number (got 1.5)",
     ),
     (
         'source = "src"\n[checks.pocs]\nrun = "./poc"\ntriggered_if = { signal = "maybe" }\n',
-        "checks.pocs.triggered_if.signal: Input should be a valid boolean",
+        "checks.pocs.triggered_if.signal: must be true or false (got 'maybe')",
     ),
     (
         'source = "src"\n[checks.pocs]\nrun = "./poc"\ntriggered_if = { timeout = "yes" }\n',
-        "checks.pocs.triggered_if.timeout: Input should be a valid boolean",
+        "checks.pocs.triggered_if.timeout: must be true or false (got 'yes')",
     ),
     (
         'source = "src"\n[checks.pocs]\nrun = "./poc"\ntriggered_if = { output_regex = 5 }\n',
-        "checks.pocs.triggered_if.output_regex: Input should be a valid string",
+        "checks.pocs.triggered_if.output_regex: must be a string (got 5)",
     ),
     (
         'source = "src"\n[checks.build]\nrun = "make"\ntriggered_if = { signal = true }\n',
