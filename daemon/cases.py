@@ -34,7 +34,7 @@ def is_own_setting(name: str) -> bool:
 def case_environment(environ: Mapping[str, str], task: Task, case_dir: Path) -> dict[str, str]:
     env = {name: value for name, value in environ.items() if not is_own_setting(name)}
     env.update(TMPDIR=str(case_dir / "tmp"), HOME=str(case_dir / "home"))
-    env.update(task.env)
+    env.update(task.case_env())
     env.update(SSE_TASK_DIR=str(task.directory), SSE_SOURCE_DIR=str(task.source))
     return env
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -363,3 +364,42 @@ def test_a_source_tree_holding_the_task_is_refused(tmp_path: Path) -> None:
         f"{tmp_path / 'task.toml'}: source: {tmp_path} holds the task folder; the task must lie "
         "outside it"
     )
+
+
+# --- env: the task's and the source's folders expand, nothing else -------------------------------
+
+
+def test_env_expands_the_task_and_source_folders_and_nothing_else(tmp_path: Path) -> None:
+    """A Node task: its node_modules beside the source are found in place by Node's upward
+    lookup, but not from a grading copy elsewhere; NODE_PATH names them wherever the tree is."""
+    (tmp_path / "node_modules").mkdir()
+    text = (
+        'source = "src"\nfiles = ["node_modules"]\n'
+        'env = { NODE_PATH = "$SSE_TASK_DIR/node_modules", '
+        'OUT = "${SSE_SOURCE_DIR}/build:$SSE_SOURCE_DIR", '
+        'KEEP = "$HOME ${HOME} $SSE_TASK_DIRX ${SSE_TASK_DIR_2} $SSE_SOURCE_DIR_X" }\n'
+    )
+    task = load_task(_write(tmp_path, text), CHECKS)
+    src = tmp_path / "src"
+    assert task.case_env() == {
+        "NODE_PATH": f"{tmp_path}/node_modules",
+        "OUT": f"{src}/build:{src}",
+        "KEEP": "$HOME ${HOME} $SSE_TASK_DIRX ${SSE_TASK_DIR_2} $SSE_SOURCE_DIR_X",
+    }
+    assert task.env["NODE_PATH"] == "$SSE_TASK_DIR/node_modules"  # as written
+    copy = dataclasses.replace(task, source=tmp_path / "grading-copy")
+    assert copy.case_env()["OUT"] == f"{tmp_path}/grading-copy/build:{tmp_path}/grading-copy"
+
+
+def test_env_naming_a_task_path_no_case_may_read_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "node_modules").mkdir()
+    text = 'source = "src"\nenv = { NODE_PATH = "${SSE_TASK_DIR}/node_modules" }\n'
+    assert _error(tmp_path, text) == (
+        f"{tmp_path / 'task.toml'}: env.NODE_PATH: names $SSE_TASK_DIR/node_modules, which is in "
+        "neither a check's files nor the top-level files"
+    )
+    pocs_only = 'source = "src"\nenv = { P = "$SSE_TASK_DIR/node_modules" }\n'
+    pocs_only += '[checks.pocs]\nfiles = ["node_modules"]\nrun = "true"\n'
+    assert load_task(_write(tmp_path, pocs_only), CHECKS).case_env() == {
+        "P": f"{tmp_path}/node_modules"
+    }
