@@ -135,14 +135,20 @@ class Server:
                 self.proc.wait()
 
 
+READY = "ssebench: serving test_patch at "
+
+
 def wait_healthy(server: Server, limit: float = 30.0) -> None:
-    """Until the server answers /healthz; RuntimeError if it exits or stays silent."""
+    """Until the server answers /healthz and has said it serves (its daemon too: the line
+    comes once every server started, so a test reading stderr later finds it there);
+    RuntimeError if it exits or stays silent."""
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
         if server.proc.poll() is not None:
             raise RuntimeError(f"serve exited {server.proc.returncode}: {server.stderr()}")
         try:
-            if httpx.get(f"http://127.0.0.1:{server.port}/healthz", timeout=1).status_code == 200:
+            url = f"http://127.0.0.1:{server.port}/healthz"
+            if httpx.get(url, timeout=1).status_code == 200 and READY in server.stderr():
                 return
         except httpx.HTTPError:
             pass

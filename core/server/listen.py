@@ -1,7 +1,8 @@
 """Listening sockets and uvicorn, for `serve` and `daemon` alike: bound before anything is said.
 
 Binding (and listening) first makes a port in use, or one port given twice, a one-line error
-before the command announces anything; then one SIGINT or SIGTERM stops every app together.
+before the command announces anything; then one SIGINT or SIGTERM stops every app together,
+quietly (core/server/quiet.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from ssebench.core.errors import ConfigError
+from ssebench.core.server.quiet import QuietStop
 
 STOP_GRACE = 1  # seconds a request may take to finish once we stop; a running call is cut
 
@@ -68,9 +70,15 @@ async def serve_all(apps: Sequence[ASGIApp], sockets: Sequence[socket.socket], r
         _Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=STOP_GRACE))
         for app in apps
     ]
+    quiet = QuietStop()
+
+    def stop() -> None:
+        quiet.stopping = True
+        _stop(servers)
+
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, _stop, servers)
+        loop.add_signal_handler(sig, stop)
     tasks = [
         asyncio.create_task(server.serve(sockets=[sock]))
         for server, sock in zip(servers, sockets, strict=True)
@@ -85,6 +93,7 @@ async def serve_all(apps: Sequence[ASGIApp], sockets: Sequence[socket.socket], r
         await asyncio.gather(*tasks)
     finally:
         _stop(servers)
+        quiet.say()
 
 
 def _stop(servers: Sequence[uvicorn.Server]) -> None:
