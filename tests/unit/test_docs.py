@@ -59,3 +59,20 @@ def test_the_pages_state_the_result_size_the_tool_declares() -> None:
     clients = (ROOT / "docs" / "clients.md").read_text()
     assert f'`"anthropic/maxResultSizeChars": {MAX_RESULT_CHARS}`' in clients
     assert f"up to {MAX_RESULT_CHARS:,} characters" in (ROOT / "docs" / "long-logs.md").read_text()
+
+
+def test_the_clients_page_says_which_clients_reset_their_timeout_on_progress() -> None:
+    text = (ROOT / "docs" / "clients.md").read_text()
+    header = "| client | gives up | resets its timeout on progress |"
+    assert header in text
+    table = text[text.index(header) :].split("\n\n", 1)[0].splitlines()[2:]
+    rows = {cells[0]: cells[1:] for cells in ([c.strip() for c in row.split("|")[1:-1]]
+                                             for row in table)}  # fmt: skip
+    assert rows["Claude Code"][1].startswith("yes")
+    typescript = rows["the TypeScript SDK (OpenCode, other agents on it)"][1]
+    assert typescript.startswith("only when the caller sets `resetTimeoutOnProgress`")
+    for client in ("Codex", "the Python SDK, fastmcp's client"):
+        assert rows[client][1].startswith("no: ") and "cover a whole call" in rows[client][1]
+    inspector = rows["the MCP Inspector's CLI (`npx @modelcontextprotocol/inspector --cli`)"]
+    assert inspector == ["after 60 s", "no: it sends no `progressToken`, so the server sends it "
+                         "no progress at all"]  # fmt: skip
