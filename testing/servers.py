@@ -51,6 +51,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@contextlib.contextmanager
+def taken_port() -> Iterator[int]:
+    """A port something else listens on, for as long as the block lasts."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        yield int(taken.getsockname()[1])
+
+
 def port_is_free(port: int, *, reuse_address: bool = False) -> bool:
     """Nothing listens there (a server that was refused or stopped let go of its port);
     `reuse_address` lets connections left in TIME_WAIT not count."""

@@ -4,7 +4,6 @@ never a traceback, and nothing announced or left listening. Plus `--version` and
 
 from __future__ import annotations
 
-import socket
 import subprocess
 from collections.abc import Callable
 from importlib.metadata import version
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ssebench.testing.servers import clean_env, free_port, port_is_free
+from ssebench.testing.servers import clean_env, free_port, port_is_free, taken_port
 
 from .tasks import make_task
 
@@ -160,10 +159,7 @@ def test_the_daemon_on_a_busy_port_says_one_line_and_nothing_else(
     run_cli: Run, tmp_path: Path
 ) -> None:
     task = make_task(tmp_path / "task", "bare")
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
+    with taken_port() as port:
         done = run_cli("daemon", "--task", str(task), "--port", str(port), env=clean_env(tmp_path))
     refused(
         done, f"ssebench: error: cannot listen on 127.0.0.1:{port} (--port): Address already in use"

@@ -4,7 +4,6 @@ registration for another port. One line and exit status 2, or the answer they ne
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import time
 from collections.abc import Callable
@@ -13,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from ssebench.testing.servers import clean_env, free_port, port_is_free
+from ssebench.testing.servers import clean_env, free_port, port_is_free, taken_port
 
 from .tasks import make_task
+from .test_cli_inputs import refused
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -26,10 +26,6 @@ BAD_URLS = [
     ("http://127.0.0.1:99999", "port 99999 is not from 1 to 65535"),
     ("http://127.0.0.1:3001\x01", "a control character or a space in it"),
 ]
-
-
-def refused(done: subprocess.CompletedProcess[str], line: str) -> None:
-    assert (done.returncode, done.stderr.splitlines(), done.stdout) == (2, [line], "")
 
 
 @pytest.mark.parametrize(("url", "problem"), BAD_URLS)
@@ -89,10 +85,7 @@ def test_the_daemon_port_in_use_is_named_as_the_flag_that_chose_it(
     run_cli: Run, tmp_path: Path
 ) -> None:
     task = make_task(tmp_path / "task", "bare")
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
+    with taken_port() as port:
         mcp = free_port()
         done = run_cli("serve", "--task", str(task), "--port", str(mcp), "--daemon-port",
                        str(port), env=clean_env(tmp_path))  # fmt: skip

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import socket
 import subprocess
 import time
 import tomllib
@@ -36,6 +35,7 @@ from ssebench.testing.servers import (
     run_ssebench,
     serving,
     start_server,
+    taken_port,
     write_task,
 )
 
@@ -77,10 +77,7 @@ def test_bad_difficulty_refused_before_listening(tmp_path: Path, command: str, v
 
 def test_port_in_use_is_one_line(tmp_path: Path) -> None:
     task = make_task(tmp_path / "task", "bare")
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
+    with taken_port() as port:
         mcp_taken = ["--port", str(port)]
         daemon_taken = ["--port", str(free_port()), "--daemon-port", str(port)]
         flags = ("--port", "--daemon-port, the embedded daemon's port")
