@@ -151,7 +151,7 @@ async def grade_one(
     shutil.rmtree(folder / LOGS, ignore_errors=True)  # an earlier attempt's, which gave no verdict
     folder.mkdir(parents=True, exist_ok=True)
     patch = folder / PATCH
-    patch.write_bytes(prediction.patch.encode("utf-8", "surrogateescape"))
+    patch.write_bytes(prediction.patch_bytes)
     args = ["grade", "--task", str(task), "--patch", str(patch), "--logs", str(folder / LOGS)]
     code, output = await _run_grade([*command, *args, *options], folder / GRADE_LOG, timeout)
     seconds = time.monotonic() - started
@@ -162,9 +162,7 @@ async def grade_one(
         write_json(folder / RESULT, {**result, GRADED_WITH: graded_with})
         return Graded(prediction, _verdict(result), seconds=seconds)
     if code is None:
-        error = (
-            f"no verdict within --timeout {timeout:g} s: the grade was stopped, its cases killed"
-        )
+        error = TIMED_OUT.format(timeout)
     elif code in (0, 1):
         error = f"exit status {code} but no verdict on stdout"
     elif code < 0:
@@ -229,7 +227,7 @@ async def grade_all(
         return {
             "model": item.model,
             "task": item.task,
-            "patch_sha256": sha256(item.patch.encode("utf-8", "surrogateescape")),
+            "patch_sha256": sha256(item.patch_bytes),
             "task_sha256": await task_hashes[item.task],
             "ssebench": ssebench_version(),
         }

@@ -37,6 +37,11 @@ class Prediction:
         return Path(model_folder(self.model), self.task)
 
     @property
+    def patch_bytes(self) -> bytes:
+        """The patch as the file held it (an undecodable byte comes back as it was)."""
+        return self.patch.encode("utf-8", "surrogateescape")
+
+    @property
     def id(self) -> str:
         """`model/task` in the model's own name (the task, a plain name, is what follows the
         last `/`)."""

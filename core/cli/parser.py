@@ -68,13 +68,14 @@ class _Parser(argparse.ArgumentParser):
         found = []
         for arg in self._given[: self._given.index("--") if "--" in self._given else None]:
             flag = arg.split("=", 1)[0]
-            if not flag.startswith("-") or _NUMBER.fullmatch(flag) or flag in known:
-                continue
-            if flag.startswith("--") and any(k.startswith(flag) for k in known):
-                continue  # argparse takes an unambiguous prefix
-            if flag not in self._option_string_actions:
-                close = difflib.get_close_matches(flag, known, n=1)
-                found.append(f"{arg} (did you mean {close[0]}?)" if close else arg)
+            if not flag.startswith("-") or _NUMBER.fullmatch(flag):
+                continue  # a value, or a negative number
+            if flag in self._option_string_actions or (
+                flag.startswith("--") and any(k.startswith(flag) for k in known)
+            ):
+                continue  # known, or a prefix of one (argparse takes that)
+            close = difflib.get_close_matches(flag, known, n=1)
+            found.append(f"{arg} (did you mean {close[0]}?)" if close else arg)
         return found
 
 
