@@ -1,12 +1,15 @@
 """A benchmark run: every prediction graded on a pristine copy, each by its own process.
 
 Each grade is an `ssebench grade --task --patch` process of its own, so a crash or a hung grade
-takes no other down and each has its own daemon; `jobs` of them run at once. What a grade
-leaves goes to `OUT/<model>/<task>/`: `result.json` (the grade JSON, written whole or not at
-all, so its presence means done and a rerun skips it), `patch.diff` (what was graded),
+takes no other down and each has its own daemon; `jobs` of them run at once, each within
+`timeout` seconds. What a grade leaves goes to `OUT/<model>/<task>/`: `result.json` (the grade
+JSON and what it was graded with, written whole or not at all), `patch.diff` (what was graded),
 `logs/<check key>-<case index>.log` (every case that ran) and `grade.log` (the grade's own
-stderr: progress, and the cause of an error). An error (a bad line, an unknown task, a grade
-that ended without a verdict) writes no result.json, so a rerun tries it again.
+stderr: progress, and the cause of an error). A rerun reuses a result.json only when it was
+graded with this prediction's model, patch and task and this ssebench (`graded_with`), and
+grades again otherwise; a folder holding another model's verdict is an error, never a shared
+verdict. An error (a bad line, an unknown task, a grade that ended without a verdict) writes
+no result.json, so a rerun tries it again.
 """
 
 from __future__ import annotations
@@ -15,20 +18,29 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ssebench.core.digests import sha256, ssebench_version, task_sha256
 from ssebench.core.predictions import BadLine, Prediction
 
 RESULT, PATCH, LOGS, GRADE_LOG = "result.json", "patch.diff", "logs", "grade.log"
+GRADED_WITH = "graded_with"
 STOP_SECONDS = 10.0  # a grade told to stop (Ctrl+C) gets this long to clean up, then SIGKILL
 RESOLVED, UNRESOLVED, ERROR = "resolved", "unresolved", "error"
+TIMED_OUT = "no verdict within --timeout {:g} s: the grade was stopped, its cases killed"
+RUN_FILE = re.compile(r"summary(-[0-9]+-of-[0-9]+)?\.json")  # the run's own, beside the models
+
+
+def summary_name(shard: tuple[int, int] | None) -> str:
+    return "summary.json" if shard is None else f"summary-{shard[0]}-of-{shard[1]}.json"
 
 
 @dataclass(frozen=True)
@@ -36,7 +48,8 @@ class Graded:
     item: Prediction | BadLine
     verdict: str  # RESOLVED, UNRESOLVED or ERROR
     error: str | None = None
-    earlier: bool = False  # done by an earlier run, not graded again
+    reused: bool = False  # graded by an earlier run, with the same patch, task and ssebench
+    again: str | None = None  # why an earlier run's verdict was not reused
     seconds: float = 0.0
 
 
@@ -97,53 +110,98 @@ async def _stop(proc: asyncio.subprocess.Process) -> None:
         await proc.wait()
 
 
+async def _run_grade(
+    args: Sequence[str], stderr: Path, timeout: float | None
+) -> tuple[int | None, bytes]:
+    """Run one grade process; its exit status (None: stopped at `timeout`) and stdout."""
+    with stderr.open("wb") as sink:
+        proc = await asyncio.create_subprocess_exec(
+            *args,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=sink,
+            start_new_session=True,  # a terminal's Ctrl+C reaches us alone; we stop it in order
+        )
+        try:
+            output, _ = await asyncio.wait_for(proc.communicate(), timeout)
+        except TimeoutError:
+            await _stop(proc)
+            return None, b""
+        except BaseException:
+            await asyncio.shield(_stop(proc))
+            raise
+    return proc.returncode, output
+
+
 async def grade_one(
     prediction: Prediction,
     tasks: Path,
     out: Path,
     command: Sequence[str],
     options: Sequence[str] = (),
+    *,
+    timeout: float | None = None,
+    graded_with: dict[str, Any] | None = None,
 ) -> Graded:
     """Grade one prediction by `command grade --task --patch [options]` (`command` is how to
-    run ssebench); its verdict, and its files under `out`."""
+    run ssebench); its verdict, and its files under `out`, the verdict with `graded_with`."""
     folder = out / prediction.folder
     task = tasks / prediction.task
     started = time.monotonic()
     shutil.rmtree(folder / LOGS, ignore_errors=True)  # an earlier attempt's, which gave no verdict
     folder.mkdir(parents=True, exist_ok=True)
     patch = folder / PATCH
-    patch.write_bytes(prediction.patch.encode("utf-8", "surrogateescape"))
+    patch.write_bytes(prediction.patch_bytes)
     args = ["grade", "--task", str(task), "--patch", str(patch), "--logs", str(folder / LOGS)]
-    args += options
-    with (folder / GRADE_LOG).open("wb") as stderr:
-        proc = await asyncio.create_subprocess_exec(
-            *command,
-            *args,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=stderr,
-            start_new_session=True,  # a terminal's Ctrl+C reaches us alone; we stop it in order
-        )
-        try:
-            output, _ = await proc.communicate()
-        except BaseException:
-            await asyncio.shield(_stop(proc))
-            raise
+    code, output = await _run_grade([*command, *args, *options], folder / GRADE_LOG, timeout)
     seconds = time.monotonic() - started
-    code = proc.returncode
     result = None
     with contextlib.suppress(ValueError):
         result = json.loads(output)
     if code in (0, 1) and isinstance(result, dict) and isinstance(result.get("resolved"), bool):
-        write_json(folder / RESULT, result)
+        write_json(folder / RESULT, {**result, GRADED_WITH: graded_with})
         return Graded(prediction, _verdict(result), seconds=seconds)
-    if code in (0, 1):
+    if code is None:
+        error = TIMED_OUT.format(timeout)
+    elif code in (0, 1):
         error = f"exit status {code} but no verdict on stdout"
-    elif code is not None and code < 0:
+    elif code < 0:
         error = f"killed by signal {-code}"
     else:
         error = f"exit status {code}: {_error_line(folder / GRADE_LOG)}"
     return Graded(prediction, ERROR, error, seconds=seconds)
+
+
+def _earlier(item: Prediction, out: Path, graded_with: dict[str, Any]) -> Graded | str | None:
+    """What an earlier run left for `item`: its verdict to reuse (or an error: another model's
+    verdict in its folder), else why it is graded again; None when there is none."""
+    saved = read_result(out / item.folder / RESULT)
+    if saved is None:
+        return None
+    recorded = saved.get(GRADED_WITH)
+    if not isinstance(recorded, dict):
+        return "no record of what it was graded with"
+    if recorded.get("model") != item.model:
+        owner = recorded.get("model")
+        error = f"{out / item.folder} holds the verdict of model {owner!r}, not of {item.model!r}"
+        return Graded(item, ERROR, error)
+    for key, why in (("patch_sha256", "the patch changed"), ("task_sha256", "the task changed")):
+        if graded_with[key] is None or recorded.get(key) != graded_with[key]:
+            return why
+    if recorded.get("ssebench") != graded_with["ssebench"]:
+        return f"ssebench {recorded.get('ssebench')} graded it"
+    return Graded(item, _verdict(saved), reused=True)
+
+
+def _refused(item: Prediction, tasks: Path) -> Graded | None:
+    """The error of a prediction that cannot be graded at all, found before anything is hashed."""
+    folder = item.folder.parts[0]
+    if RUN_FILE.fullmatch(folder):
+        error = f"model {item.model!r} cannot name a folder: {folder} is a file of the run's own"
+        return Graded(item, ERROR, error)
+    if not (task := tasks / item.task).is_dir():
+        return Graded(item, ERROR, f"unknown task {item.task!r}: no folder {task}")
+    return None
 
 
 async def grade_all(
@@ -154,21 +212,42 @@ async def grade_all(
     jobs: int = 1,
     command: Sequence[str],
     options: Sequence[str] = (),
+    timeout: float | None = None,
     on_graded: Callable[[Graded], None] = lambda graded: None,
 ) -> list[Graded]:
-    """Every item's verdict, in the items' order; `jobs` grades at once, done ones skipped."""
+    """Every item's verdict, in the items' order; `jobs` grades at once, each task hashed once,
+    an earlier verdict reused only for the same model, patch, task and ssebench."""
     slots = asyncio.Semaphore(jobs)
+    task_hashes: dict[str, asyncio.Task[str | None]] = {}
+
+    async def graded_with(item: Prediction) -> dict[str, Any]:
+        if item.task not in task_hashes:
+            folder = tasks / item.task
+            task_hashes[item.task] = asyncio.create_task(asyncio.to_thread(task_sha256, folder))
+        return {
+            "model": item.model,
+            "task": item.task,
+            "patch_sha256": sha256(item.patch_bytes),
+            "task_sha256": await task_hashes[item.task],
+            "ssebench": ssebench_version(),
+        }
+
+    async def judged(item: Prediction) -> Graded:
+        record = await graded_with(item)
+        earlier = _earlier(item, out, record)
+        if isinstance(earlier, Graded):
+            return earlier
+        async with slots:
+            graded = await grade_one(
+                item, tasks, out, command, options, timeout=timeout, graded_with=record
+            )
+        return replace(graded, again=earlier)
 
     async def one(item: Prediction | BadLine) -> Graded:
         if isinstance(item, BadLine):
             graded = Graded(item, ERROR, item.error)
-        elif not (task := tasks / item.task).is_dir():
-            graded = Graded(item, ERROR, f"unknown task {item.task!r}: no folder {task}")
-        elif (earlier := read_result(out / item.folder / RESULT)) is not None:
-            graded = Graded(item, _verdict(earlier), earlier=True)
         else:
-            async with slots:
-                graded = await grade_one(item, tasks, out, command, options)
+            graded = _refused(item, tasks) or await judged(item)
         on_graded(graded)
         return graded
 

@@ -25,6 +25,7 @@ from ssebench.core.logs import (
     LogView,
     nth_newline_from_end,
     tail,
+    wire_size,
 )
 from ssebench.core.savedlogs import Owner, hand_over, new_log_path
 
@@ -87,7 +88,7 @@ def _tail_of(log: _Joined) -> str:
         body = data.decode("utf-8", errors="replace").rstrip(BREAKS)
         words = sum(1 for _ in islice(WORD.finditer(body), WORD_LIMIT + 1))
         settled = nth_newline_from_end(body, LINE_LIMIT) >= 0 or words > WORD_LIMIT
-        if not start or settled or len(body.encode()) > BYTE_LIMIT:
+        if not start or settled or wire_size(body) > BYTE_LIMIT:
             return tail(body)
         span *= 4
 

@@ -1,10 +1,11 @@
 """Long logs: the spec's tail rule, with the full log saved where the agent can read it.
 
 A failing check's log ends the report the agent reads. A log of at most WORD_LIMIT words and
-BYTE_LIMIT bytes is shown whole; a longer one is shown as its tail (the last LINE_LIMIT lines or
-the last WORD_LIMIT words, whichever is shorter, then cut to its last BYTE_LIMIT bytes) and
-saved byte for byte so the agent can read the rest. Logs arrive as chunks and may be far larger
-than memory, so decoded text is kept only as a rolling window that still holds the final tail.
+BYTE_LIMIT bytes (as JSON writes it) is shown whole; a longer one is shown as its tail (the last
+LINE_LIMIT lines or the last WORD_LIMIT words, whichever is shorter, then cut to its last
+BYTE_LIMIT bytes) and saved byte for byte so the agent can read the rest. Logs arrive as chunks
+and may be far larger than memory, so decoded text is kept only as a rolling window that still
+holds the final tail.
 """
 
 from __future__ import annotations
@@ -22,15 +23,12 @@ from ssebench.core.savedlogs import Owner, hand_over, new_log_path
 
 WORD_LIMIT = 10_000
 LINE_LIMIT = 100
-# Our decision beyond the spec's words and lines: MCP's reference clients refuse a server-sent
-# event over 1 MiB, so a log over this many UTF-8 bytes is long even with few words, and the
-# shown tail never exceeds it. The rest of a report (headline, check lines, note, saved path)
-# is a few KiB, so a whole report stays far below 1 MiB.
-BYTE_LIMIT = 256 * 1024
-# The report travels as JSON, where a control character takes six bytes ("\u0001"): 256 KiB of
-# them would make a 1.5 MB message. So the shown text is also kept to this size as JSON writes
-# it; only a log full of control characters ever meets this limit before the one above.
-WIRE_LIMIT = 768 * 1024
+# Our decision beyond the spec's words and lines (DESIGN.md): a log over this many bytes is long
+# even with few words, and the shown tail never exceeds it. Bytes are counted as the report
+# travels, in JSON (UTF-8, where a control character takes six bytes: "\u0001"). Agents' clients
+# keep a report of this size whole: Claude Code refused a 246.8 KB one inline and gave its model
+# a 2 KB preview; Codex shows a model the first and last ~6 KB.
+BYTE_LIMIT = 64 * 1024
 
 BREAKS = "\r\n"  # only these are dropped from the end of a log
 WORD = re.compile(r"\S+")  # re's \s is exactly str.isspace(), so these are str.split()'s words
@@ -78,19 +76,25 @@ def _tail_start(text: str) -> int:
         span *= 4
 
 
-def fitting_start(text: str) -> int:
-    """Index of the first character from which `text` takes at most BYTE_LIMIT UTF-8 bytes.
+def wire_size(text: str) -> int:
+    """The bytes `text` takes inside a JSON string (UTF-8, with JSON's escapes): its size."""
+    escapes = sum(text.count(char) for char in _TWO) + 5 * len(_SIX.findall(text))
+    return len(text.encode()) + escapes
 
-    Only the last BYTE_LIMIT + 1 characters are encoded: each takes at least one byte.
+
+def fitting_start(text: str) -> int:
+    """Index of the first character from which `text` takes at most BYTE_LIMIT bytes.
+
+    Only the last BYTE_LIMIT + 1 characters are measured: each takes at least one byte.
     """
     head = max(0, len(text) - BYTE_LIMIT - 1)
-    data = text[head:].encode()
-    if len(data) <= BYTE_LIMIT:
+    if wire_size(text[head:]) <= BYTE_LIMIT:
         return head  # 0: a longer text's last BYTE_LIMIT + 1 characters never fit
-    cut = len(data) - BYTE_LIMIT
-    while data[cut] & 0xC0 == 0x80:  # a UTF-8 continuation byte: not a character's start
-        cut += 1
-    return len(text) - len(data[cut:].decode())
+    low, high = head, len(text)  # text[high:] fits; text[low:] does not
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if wire_size(text[middle:]) <= BYTE_LIMIT else (middle, high)
+    return high
 
 
 def _cut_to_bytes(text: str) -> int:
@@ -106,43 +110,25 @@ def _cut_to_bytes(text: str) -> int:
     return word.start() if word else start
 
 
-def wire_size(text: str) -> int:
-    """The bytes `text` takes inside a JSON string (UTF-8, with JSON's escapes)."""
-    escapes = sum(text.count(char) for char in _TWO) + 5 * len(_SIX.findall(text))
-    return len(text.encode()) + escapes
-
-
-def fit_wire(text: str) -> str:
-    """`text`, or its longest suffix that JSON writes in at most WIRE_LIMIT bytes."""
-    if wire_size(text) <= WIRE_LIMIT:
-        return text
-    low, high = 0, len(text)  # wire_size(text[high:]) fits; wire_size(text[low:]) does not
-    while high - low > 1:
-        middle = (low + high) // 2
-        low, high = (low, middle) if wire_size(text[middle:]) <= WIRE_LIMIT else (middle, high)
-    return text[high:]
-
-
 def tail(text: str) -> str:
     """The tail of an already decoded, already stripped long log: the spec's last lines or
-    last words, whichever is shorter, then no more than its last BYTE_LIMIT bytes (and no
-    more than WIRE_LIMIT bytes as JSON writes it).
+    last words, whichever is shorter, then no more than its last BYTE_LIMIT bytes.
 
     Pure suffix rule; it does not decide whether the log is long (view_log does).
     """
     shown = text[_tail_start(text) :]
-    return fit_wire(shown[_cut_to_bytes(shown) :])
+    return shown[_cut_to_bytes(shown) :]
 
 
 class LogAccumulator:
     """The streaming state of view_log, and of view_log_files while it reads a log's head.
 
     It writes the raw bytes to the save file as they come (only the end tells whether the file
-    is needed), counts words across chunk boundaries and the UTF-8 bytes of the decoded text,
-    and keeps a window of decoded text. The window is the whole text while the log is short;
-    after that it is a suffix starting at or before the final tail's start (plus the kept end
-    of a trailing run of line breaks, see _trim). File writes are synchronous: a 64 KiB write
-    lands in the page cache, and a thread hop per chunk would cost more than it saves.
+    is needed), counts words across chunk boundaries and the bytes of the decoded text (as JSON
+    writes it), and keeps a window of decoded text. The window is the whole text while the log
+    is short; after that it is a suffix starting at or before the final tail's start (plus the
+    kept end of a trailing run of line breaks, see _trim). File writes are synchronous: a 64 KiB
+    write lands in the page cache, and a thread hop per chunk would cost more than it saves.
     """
 
     def __init__(
@@ -164,8 +150,8 @@ class LogAccumulator:
         # Counted while the log is short; once it is long only that matters.
         self._words = 0
         self._in_word = False  # the text so far ends inside a word
-        self._bytes = 0  # UTF-8 bytes of the decoded text
-        self._breaks = 0  # line breaks at its end, which the report drops (one byte each)
+        self._bytes = 0  # bytes of the decoded text, as JSON writes it
+        self._breaks = 0  # line breaks at its end, which the report drops (two bytes each)
         self._min_window = min_window
         self._trim_at = min_window
 
@@ -173,7 +159,7 @@ class LogAccumulator:
     def truncated(self) -> bool:
         """Long so far (more than WORD_LIMIT words or BYTE_LIMIT bytes): only the tail will be
         shown. More text never makes a long log short again."""
-        return self._words > WORD_LIMIT or self._bytes - self._breaks > BYTE_LIMIT
+        return self._words > WORD_LIMIT or self._bytes - 2 * self._breaks > BYTE_LIMIT
 
     def feed(self, chunk: bytes) -> None:
         """Take the next chunk of the log."""
@@ -185,7 +171,7 @@ class LogAccumulator:
         """End of log: flush the decoder, apply the rule, keep the file only if truncated."""
         self._take(self._decoder.decode(b"", final=True))
         text = "".join(self._pieces).rstrip(BREAKS)
-        if not self.truncated and wire_size(text) <= WIRE_LIMIT:
+        if not self.truncated:
             self._discard_file()
             return LogView(text=text, truncated=False, saved_path=None)
         saved = self._keep_file()
@@ -247,7 +233,7 @@ class LogAccumulator:
             n -= 1  # this word began in the previous chunk and was counted there
         self._words += n
         self._in_word = not text[-1].isspace()
-        self._bytes += len(text.encode())
+        self._bytes += wire_size(text)
         body = len(text.rstrip(BREAKS))
         self._breaks = len(text) - body + (self._breaks if body == 0 else 0)
 

@@ -3,12 +3,16 @@
 A line gives `task`, `patch` and optionally `model` (SWE-bench's `instance_id`, `model_patch`
 and `model_name_or_path` are read too). Models and task ids become folders of the output, so
 neither may leave it: a task id must be a plain folder name (it names one in the tasks
-folder), and a model's `/` becomes `__` (SWE-bench's own rule: `org/model` is common).
+folder), and a model's `/` becomes `__` (SWE-bench's own rule: `org/model` is common). Two
+models whose folders would be one (`org/model` and `org__model`) are an error on the second,
+never a shared verdict. Neither name may hold a control character: each is printed in a line
+of progress, which a line break would forge.
 """
 
 from __future__ import annotations
 
 import json
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,8 +37,15 @@ class Prediction:
         return Path(model_folder(self.model), self.task)
 
     @property
+    def patch_bytes(self) -> bytes:
+        """The patch as the file held it (an undecodable byte comes back as it was)."""
+        return self.patch.encode("utf-8", "surrogateescape")
+
+    @property
     def id(self) -> str:
-        return self.folder.as_posix()
+        """`model/task` in the model's own name (the task, a plain name, is what follows the
+        last `/`)."""
+        return f"{self.model}/{self.task}"
 
 
 @dataclass(frozen=True)
@@ -48,7 +59,14 @@ class BadLine:
     model: str | None = None
 
 
+def _has_control(name: str) -> bool:
+    """A character a terminal or a line-based log would act on: a line break, an escape."""
+    return any(unicodedata.category(char) in ("Cc", "Zl", "Zp") for char in name)
+
+
 def _plain_name(name: str) -> bool:
+    if _has_control(name):
+        return False
     try:
         size = len(name.encode("utf-8", "surrogateescape"))  # as the file system will see it
     except UnicodeEncodeError:
@@ -58,6 +76,11 @@ def _plain_name(name: str) -> bool:
 
 def model_folder(model: str) -> str:
     """The model's folder name; ValueError when even that cannot be one."""
+    if _has_control(model):
+        raise ValueError(
+            f"model {model!r} holds a control character (a line break, say): it cannot name a "
+            "folder"
+        )
     folder = model.replace("/", "__")
     if not _plain_name(folder):
         raise ValueError(f"model {model!r} cannot name a folder")
@@ -108,18 +131,28 @@ def read_predictions(path: Path) -> list[Prediction | BadLine]:
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the predictions: {exc.strerror or exc}") from None
     items: list[Prediction | BadLine] = []
-    seen: dict[Path, int] = {}
-    for line, raw in enumerate(text.splitlines(), start=1):
+    seen: dict[Path, Prediction] = {}
+    # Only a line feed ends a line: str.splitlines() would also split at characters JSON lets
+    # a string hold unescaped (U+2028, say), cutting a prediction in two.
+    for line, raw in enumerate(text.split("\n"), start=1):
         if not raw.strip():
             continue
         item = parse_line(len(items), line, raw)
         if isinstance(item, Prediction):
-            first = seen.setdefault(item.folder, line)
-            if first != line:
-                item = BadLine(item.number, line, f"the same model and task as line {first}",
-                               item.task, item.model)  # fmt: skip
+            first = seen.setdefault(item.folder, item)
+            if first is not item:
+                item = BadLine(item.number, line, _same_folder(item, first), item.task, item.model)
         items.append(item)
     return items
+
+
+def _same_folder(item: Prediction, first: Prediction) -> str:
+    if item.model == first.model:
+        return f"the same model and task as line {first.line}"
+    return (
+        f"model {item.model!r} would share the folder {item.folder.as_posix()} with model "
+        f"{first.model!r} of line {first.line}"
+    )
 
 
 def parse_shard(text: str) -> tuple[int, int]:

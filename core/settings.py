@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from ssebench.core.errors import ConfigError
+from ssebench.core.errors import ConfigError, plain_error
 from ssebench.core.levels import LevelError, parse_level
 
 # --daemon-api: "ssebench" is the public ssebench project's daemon API (its task containers),
@@ -25,20 +27,59 @@ DAEMON_API_HELP = (
 PROGRESS_INTERVAL = 15.0
 
 
+SECONDS_ERROR = "must be a positive number of seconds"
+URL_EXAMPLE = "expected an http:// or https:// URL such as http://127.0.0.1:3001"
+
+
+def positive_seconds(raw: str) -> float:
+    """A number of seconds as a user writes it; ValueError in our words (the flag and the
+    variable say the same)."""
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(SECONDS_ERROR)
+    return value
+
+
+def _url_problem(raw: str) -> str | None:
+    if any(char.isspace() or not char.isprintable() for char in raw):
+        return "a control character or a space in it"
+    try:
+        parts = urlsplit(raw)
+    except ValueError:  # "Invalid IPv6 URL", the only thing urlsplit refuses here
+        return "an unclosed [ in its host"
+    if parts.scheme not in ("http", "https"):
+        return "no host" if not raw.strip("/:") else "no http:// or https://"
+    if not parts.hostname:
+        return "no host"
+    _, colon, port = parts.netloc.rpartition("]")[2].rpartition(":")
+    if colon and not (port.isascii() and port.isdigit()):
+        return f"port {port!r} is not a number"
+    if colon and not 1 <= int(port) <= 65535:
+        return f"port {port} is not from 1 to 65535"
+    return None
+
+
+def daemon_url(raw: str) -> str:
+    """`raw` when a daemon can be reached at it; else ValueError saying why, in one line
+    (httpx would raise from deep inside a request, with a traceback)."""
+    problem = _url_problem(raw)
+    if problem is not None:
+        raise ValueError(f"{problem}: {URL_EXAMPLE}")
+    return raw
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
 
     difficulty: int = Field(default=2, validation_alias="SSE_DIFFICULTY")
-    mcp_timeout: float = Field(
-        default=300.0, gt=0, allow_inf_nan=False, validation_alias="SSE_MCP_TIMEOUT"
-    )
+    mcp_timeout: float = Field(default=300.0, validation_alias="SSE_MCP_TIMEOUT")
     log_dir: Path = Field(default=Path("/tmp/mcp/logs"), validation_alias="MCP_LOG_DIR")
     daemon_url: str | None = Field(default=None, validation_alias="SSE_DAEMON_URL")
     progress_interval: float = Field(
-        default=PROGRESS_INTERVAL,
-        gt=0,
-        allow_inf_nan=False,
-        validation_alias="SSE_PROGRESS_INTERVAL",
+        default=PROGRESS_INTERVAL, validation_alias="SSE_PROGRESS_INTERVAL"
     )
 
     @field_validator("difficulty", mode="before")
@@ -49,6 +90,16 @@ class Settings(BaseSettings):
         if not isinstance(value, str):
             raise ValueError(f"SSE_DIFFICULTY must be one of 0, 1, 2, 3, 4 (got {value!r})")
         return parse_level(value)
+
+    @field_validator("mcp_timeout", "progress_interval", mode="before")
+    @classmethod
+    def _seconds(cls, value: object) -> float:
+        return positive_seconds(str(value))
+
+    @field_validator("daemon_url", mode="before")
+    @classmethod
+    def _reachable(cls, value: object) -> str | None:
+        return None if value is None else daemon_url(str(value))
 
     @field_validator("log_dir", mode="before")
     @classmethod
@@ -79,7 +130,7 @@ def load_settings(**overrides: object) -> Settings:
         error = exc.errors()[0]
         field = str(error["loc"][0]) if error["loc"] else "setting"
         variable = _ALIASES.get(field, field)
-        message = error["msg"].removeprefix("Value error, ")
+        message = plain_error(error, with_input=False)
         if variable == "SSE_DIFFICULTY":
             raise ConfigError(message) from None
         raise ConfigError(f"{variable}: {message} (got {error.get('input')!r})") from None

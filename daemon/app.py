@@ -137,7 +137,7 @@ class Daemon:
             )
             run = replace(
                 finished,
-                options=table.options,
+                options=table.options_of(index),
                 key=key,
                 index=index,
                 log_id=log_id,

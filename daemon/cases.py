@@ -53,7 +53,7 @@ def case_environment(
         kept = [entry for entry in env["PATH"].split(":") if entry and reachable(entry, roots)]
         env["PATH"] = ":".join(dict.fromkeys(kept))
     env.update(TMPDIR=str(case_dir / "tmp"), HOME=str(case_dir / "home"))
-    env.update(task.env)
+    env.update(task.case_env())
     env.update(SSE_TASK_DIR=str(task.directory), SSE_SOURCE_DIR=str(task.source))
     return env
 

@@ -30,6 +30,9 @@ from ssebench.daemon.guard import make_folder, remove_folder, remove_tree
 from ssebench.daemon.task import Task
 
 ERROR_CHARS = 2000  # git names every failed hunk; one line of JSON stays readable
+# Read no more of a patch than this: a real diff is far smaller, and `--patch /dev/zero` (or a
+# binary given by mistake) must be one line, not a process that reads until memory runs out.
+PATCH_LIMIT = 64 << 20
 
 
 def copy_tree(source: Path, destination: Path) -> None:
@@ -107,9 +110,14 @@ def apply_patch(tree: Path, patch: bytes, no_repository: Path) -> None:
 
 def read_patch(path: Path) -> bytes:
     try:
-        return path.read_bytes()
+        with path.open("rb") as file:
+            patch = file.read(PATCH_LIMIT + 1)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the patch: {exc.strerror or exc}") from None
+    if len(patch) > PATCH_LIMIT:
+        limit = f"{PATCH_LIMIT >> 20} MiB"
+        raise ConfigError(f"{path}: cannot read the patch: over {limit}, too large for a diff")
+    return patch
 
 
 @contextlib.contextmanager

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from ssebench.core.check import Check
-from ssebench.core.errors import ConfigError
+from ssebench.core.errors import ConfigError, plain_error
 from ssebench.daemon.credentials import Limits
 from ssebench.daemon.taskpaths import (
     Fail,
@@ -27,17 +27,25 @@ from ssebench.daemon.taskpaths import (
 DEFAULT_TIMEOUT = 3600.0
 _TOP_KEYS = {"source", "checks", "files", "env", "network", "readable", "limits"}
 _TABLE_KEYS = {"run", "cases", "timeout", "files"}
+# What expands in `env` values: these two, as $NAME or ${NAME}; nothing else (no shell runs).
+_FOLDER = re.compile(r"\$(?:(SSE_TASK_DIR|SSE_SOURCE_DIR)\b|\{(SSE_TASK_DIR|SSE_SOURCE_DIR)\})")
 
 
 @dataclass(frozen=True)
 class TaskCheck:
-    """One check's table: its commands (cases), time limit, files and the check's own options."""
+    """One check's table: its commands (cases), time limit, files and the check's own options
+    (the table's, and those of each case given as a table of its own)."""
 
     check: Check
     cases: tuple[str, ...]
     timeout: float
     options: BaseModel | None
     files: tuple[Path, ...] = ()
+    case_options: tuple[BaseModel | None, ...] = ()
+
+    def options_of(self, index: int) -> BaseModel | None:
+        """What case `index` is judged with: its own options where it has any, else the table's."""
+        return self.case_options[index] if self.case_options else self.options
 
 
 @dataclass(frozen=True)
@@ -58,6 +66,16 @@ class Task:
     @property
     def directory(self) -> Path:
         return self.path.parent
+
+    def case_env(self) -> dict[str, str]:
+        """`env` as cases get it: $SSE_TASK_DIR and $SSE_SOURCE_DIR expanded to this task's
+        folders (on a grading copy, the copy's source), so a path beside the tree reaches
+        the case wherever the tree is graded."""
+        folders = {"SSE_TASK_DIR": str(self.directory), "SSE_SOURCE_DIR": str(self.source)}
+        return {
+            name: _FOLDER.sub(lambda found: folders[found[1] or found[2]], value)
+            for name, value in self.env.items()
+        }
 
     def granted(self, enabled: Iterable[Check]) -> tuple[Path, ...]:
         """The task files cases may read while these checks are enabled."""
@@ -175,7 +193,7 @@ def _load_table(check: Check, table: dict[str, Any], path: Path, fail: Fail) -> 
     for name in table:
         if name not in _TABLE_KEYS | option_keys:
             raise fail(name, "unknown key")
-    cases = _cases(table, fail)
+    cases = _cases(table, option_keys, fail)
     timeout = table.get("timeout", DEFAULT_TIMEOUT)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float):
         raise fail("timeout", f"must be a number of seconds (got {timeout!r})")
@@ -184,27 +202,56 @@ def _load_table(check: Check, table: dict[str, Any], path: Path, fail: Fail) -> 
     if timeout <= 0:
         raise fail("timeout", f"must be greater than 0 (got {timeout!r})")
     files = task_files(table.get("files", []), path, lambda p: fail("files", p))
-    options = None
-    if check.options is not None:
-        given = {name: table[name] for name in option_keys if name in table}
-        try:
-            options = check.options.model_validate(given)
-        except ValidationError as exc:
-            error = exc.errors()[0]
-            where = ".".join(str(part) for part in error["loc"])
-            raise fail(where, error["msg"].removeprefix("Value error, ")) from None
-    return TaskCheck(check, tuple(cases), float(timeout), options, files)
+    given = {name: table[name] for name in option_keys if name in table}
+    options = _options(check, given, fail)
+    each = tuple(
+        _options(check, {**given, **own}, _within(fail, f"cases.{index}")) if own else options
+        for index, (_, own) in enumerate(cases)
+    )
+    commands = tuple(command for command, _ in cases)
+    return TaskCheck(check, commands, float(timeout), options, files, each)
 
 
-def _cases(table: dict[str, Any], fail: Fail) -> list[str]:
+def _options(check: Check, given: dict[str, Any], fail: Fail) -> BaseModel | None:
+    """The check's own keys as its model; a bad value is one line naming the key."""
+    if check.options is None:
+        return None
+    try:
+        return check.options.model_validate(given)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"])
+        raise fail(where, plain_error(error)) from None
+
+
+def _cases(
+    table: dict[str, Any], option_keys: set[str], fail: Fail
+) -> list[tuple[str, dict[str, Any]]]:
+    """Each case's command and its own option keys: a case in `cases` may be a table,
+    `{ run = "...", <the check's keys> }`, whose keys replace the check table's for it."""
     if ("run" in table) == ("cases" in table):
         raise fail("run", "give exactly one of 'run' (one case) or 'cases' (a list)")
     where = "run" if "run" in table else "cases"
-    cases = [table["run"]] if where == "run" else table["cases"]
-    if not isinstance(cases, list):
+    raw = [table["run"]] if where == "run" else table["cases"]
+    if not isinstance(raw, list):
         raise fail(where, "must be a list of commands")
-    if not all(isinstance(case, str) and case.strip() for case in cases):
+    cases = [_case(case, index, option_keys, fail) if where == "cases" else (case, {})
+             for index, case in enumerate(raw)]  # fmt: skip
+    if not all(isinstance(command, str) and command.strip() for command, _ in cases):
         raise fail(where, "every command must be a non-empty string")
-    if any("\0" in case for case in cases):
+    if any("\0" in command for command, _ in cases):
         raise fail(where, "a command must not contain a NUL character (bash cannot run it)")
     return cases
+
+
+def _case(
+    case: object, index: int, option_keys: set[str], fail: Fail
+) -> tuple[Any, dict[str, Any]]:
+    if not isinstance(case, dict):
+        return case, {}
+    for name in sorted(set(case) - {"run"}):
+        if name not in option_keys:
+            raise fail(f"cases.{index}.{name}", "unknown key")
+    if "run" not in case:
+        raise fail(f"cases.{index}", "a case given as a table needs `run`")
+    return case["run"], {name: value for name, value in case.items() if name != "run"}

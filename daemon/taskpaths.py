@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -100,19 +100,37 @@ def covered(named: Path, roots: tuple[Path, ...]) -> bool:
 def check_references(task: Task, fail: Fail) -> None:
     """Every task path a command names, as `$SSE_TASK_DIR/<path>` or by the task folder's own
     path, must be a file its cases may read: a PoC that cannot open its input would otherwise
-    pass as "no longer triggers"."""
+    pass as "no longer triggers". A path in `env` must be in some check's files at least."""
     by_path = re.compile(re.escape(str(task.directory)) + r"/([^\s'\"`;|&<>()$\\]*)")
+    patterns = ((_TASK_PATH, "$SSE_TASK_DIR"), (by_path, str(task.directory)))
     for key, table in task.checks.items():
-        allowed = (*task.files, *table.files)
         for index, command in enumerate(table.cases):
-            for pattern, shown in ((_TASK_PATH, "$SSE_TASK_DIR"), (by_path, str(task.directory))):
-                for match in pattern.finditer(command):
-                    named = lexical(task.directory, match.group(1))
-                    if covered(named, (task.source,)):
-                        continue  # the source tree is the cases' own
-                    if not covered(named, allowed):
-                        raise fail(
-                            f"checks.{key}",
-                            f"case {index + 1} names {shown}/{match.group(1)}, which is in "
-                            "neither this check's files nor the top-level files",
-                        )
+            for named in _unreadable(task, command, (*task.files, *table.files), patterns):
+                raise fail(
+                    f"checks.{key}",
+                    f"case {index + 1} names {named}, which is in neither this check's files "
+                    "nor the top-level files",
+                )
+    every = (*task.files, *(path for table in task.checks.values() for path in table.files))
+    for name, value in task.env.items():
+        for named in _unreadable(task, value, every, patterns[:1]):
+            raise fail(
+                f"env.{name}",
+                f"names {named}, which is in neither a check's files nor the top-level files",
+            )
+
+
+def _unreadable(
+    task: Task,
+    text: str,
+    allowed: tuple[Path, ...],
+    patterns: Iterable[tuple[re.Pattern[str], str]],
+) -> Iterator[str]:
+    """Each task path `text` names (as the patterns find them) that lies outside `allowed`."""
+    for pattern, shown in patterns:
+        for match in pattern.finditer(text):
+            named = lexical(task.directory, match.group(1))
+            if covered(named, (task.source,)):
+                continue  # the source tree is the cases' own
+            if not covered(named, allowed):
+                yield f"{shown}/{match.group(1)}"

@@ -51,6 +51,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@contextlib.contextmanager
+def taken_port() -> Iterator[int]:
+    """A port something else listens on, for as long as the block lasts."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        yield int(taken.getsockname()[1])
+
+
 def port_is_free(port: int, *, reuse_address: bool = False) -> bool:
     """Nothing listens there (a server that was refused or stopped let go of its port);
     `reuse_address` lets connections left in TIME_WAIT not count."""
@@ -135,14 +144,20 @@ class Server:
                 self.proc.wait()
 
 
+READY = "ssebench: serving test_patch at "
+
+
 def wait_healthy(server: Server, limit: float = 30.0) -> None:
-    """Until the server answers /healthz; RuntimeError if it exits or stays silent."""
+    """Until the server answers /healthz and has said it serves (its daemon too: the line
+    comes once every server started, so a test reading stderr later finds it there);
+    RuntimeError if it exits or stays silent."""
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
         if server.proc.poll() is not None:
             raise RuntimeError(f"serve exited {server.proc.returncode}: {server.stderr()}")
         try:
-            if httpx.get(f"http://127.0.0.1:{server.port}/healthz", timeout=1).status_code == 200:
+            url = f"http://127.0.0.1:{server.port}/healthz"
+            if httpx.get(url, timeout=1).status_code == 200 and READY in server.stderr():
                 return
         except httpx.HTTPError:
             pass

@@ -37,8 +37,10 @@ def _commands() -> dict[str, Callable[[argparse.Namespace], int]]:
 
 
 def _check_settings(args: argparse.Namespace) -> None:
-    """Every command refuses a bad setting the same way, at start, whether it reads it or not;
-    a flag that overrides its variable is checked instead of the variable."""
+    """Every command refuses a bad setting the same way, at start, whether it reads it or not:
+    the environment as it is (a flag that overrides a bad variable leaves the mistake where
+    the next command meets it), then with the flags."""
+    load_settings()
     load_settings(
         SSE_DIFFICULTY=getattr(args, "difficulty", None),
         SSE_DAEMON_URL=getattr(args, "daemon_url", None),
@@ -50,9 +52,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     skip_httpx_cli()
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help(sys.stderr)
-        sys.exit(EXIT_USAGE)
+    if args.command is None:  # asking what there is, as --help does
+        parser.print_help()
+        sys.exit(EXIT_OK)
     # Causes of internal failures go to our stderr, never to the agent; library chatter stays out.
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_LevelPrefix())

@@ -22,8 +22,9 @@ def describe(graded: Graded, predictions: Path) -> str:
     """One line: `MODEL/TASK: resolved`, or where the error is and what it is."""
     item = graded.item
     if graded.verdict != ERROR and isinstance(item, Prediction):
-        when = " (graded before)" if graded.earlier else f" in {graded.seconds:.1f} s"
-        return f"{item.id}: {graded.verdict}{when}"
+        when = " (graded before)" if graded.reused else f" in {graded.seconds:.1f} s"
+        again = f" (graded again: {graded.again})" if graded.again else ""
+        return f"{item.id}: {graded.verdict}{when}{again}"
     which = f"{item.id}: " if isinstance(item, Prediction) else ""
     return f"error: {predictions}:{item.line}: {which}{graded.error}"
 

@@ -7,10 +7,12 @@ import argparse
 import asyncio
 import functools
 import json
+import os
 import shutil
 import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ssebench.core.check import Outcome
 from ssebench.core.cli import evaluate
@@ -23,8 +25,17 @@ from ssebench.core.report import internal_failure
 from ssebench.daemon.isolation import NONE, Mechanism
 from ssebench.daemon.task import Task, load_task
 
-EXIT_TERMINATED = 128 + signal.SIGTERM
-_RUN_FLAGS = {"predictions": "--predictions", "out": "--out", "jobs": "-j", "shard": "--shard"}
+if TYPE_CHECKING:
+    from ssebench.core.batch import Graded
+
+EXIT_TERMINATED, EXIT_INTERRUPTED = 128 + signal.SIGTERM, 128 + signal.SIGINT
+_RUN_FLAGS = {
+    "predictions": "--predictions",
+    "out": "--out",
+    "jobs": "-j",
+    "shard": "--shard",
+    "timeout": "--timeout",
+}
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
@@ -97,6 +108,22 @@ def run_on_copy(
         return None
 
 
+def logs_folder(path: Path | None) -> Path | None:
+    """The folder `--logs` names, made now: a folder that cannot hold the logs is one line
+    before anything runs, not an error after the whole grade."""
+    if path is None:
+        return None
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise ConfigError(f"--logs {path}: not a folder") from None
+    except OSError as exc:
+        raise ConfigError(f"--logs {path}: cannot make the folder: {exc.strerror or exc}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ConfigError(f"--logs {path}: cannot write in this folder")
+    return path
+
+
 def _grade_patch(args: argparse.Namespace) -> int:
     from ssebench.core.grade import patched_grade_json
     from ssebench.daemon.scratch import read_patch
@@ -106,11 +133,12 @@ def _grade_patch(args: argparse.Namespace) -> int:
     registry = build_registry()
     task = load_task(args.task, registry.checks)
     patch = read_patch(args.patch)
+    logs = logs_folder(args.logs)
     mechanism = choose_isolation(args.isolation, task, copy=True)
     try:
         progress = evaluate.stderr_progress(args.quiet)
         outcome = run_on_copy(
-            task, patch, registry, progress, mechanism=mechanism, quiet=args.quiet, logs=args.logs
+            task, patch, registry, progress, mechanism=mechanism, quiet=args.quiet, logs=logs
         )
     except PatchError as exc:
         print(f"ssebench: the patch does not apply: {exc}", file=sys.stderr)
@@ -136,6 +164,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     registry = build_registry()
     task = load_task(args.task, registry.checks)
     fix = read_patch(args.fix)
+    logs = logs_folder(args.logs)
     mechanism = choose_isolation(args.isolation, task, copy=True)
     runs: dict[str, list[Outcome]] = {SHIPPED: [], FIXED: []}
     fix_error = None
@@ -144,10 +173,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
             if patch is not None and fix_error is not None:
                 continue  # it did not apply in the first run; it will not in this one
             progress = evaluate.stderr_progress(args.quiet, f"run {run} of {args.runs}, {side}: ")
+            kept = logs / f"run-{run}" / side.replace(" ", "-") if logs is not None else None
             try:
                 outcome = run_on_copy(
                     task, patch, registry, progress, mechanism=mechanism, quiet=args.quiet,
-                    every_case=True,
+                    every_case=True, logs=kept,
                 )  # fmt: skip
             except PatchError as exc:
                 fix_error = str(exc)
@@ -175,7 +205,7 @@ def _check_run_flags(args: argparse.Namespace) -> None:
 
 
 def _grade_run(args: argparse.Namespace) -> int:
-    from ssebench.core.batch import Graded, grade_all, summarize, write_json
+    from ssebench.core.batch import ERROR, grade_all, summary_name
     from ssebench.core.cli.batch_progress import batch_report
     from ssebench.core.cli.run import SSEBENCH
     from ssebench.core.predictions import in_shard, parse_shard, read_predictions
@@ -189,12 +219,19 @@ def _grade_run(args: argparse.Namespace) -> int:
         raise ConfigError(f"{args.out}: cannot make the output folder: {exc.strerror}") from None
     # Refused here, once, when no mechanism works; each grade names it in its grade.log.
     options = _isolation_options(choose_isolation(args.isolation))
+    verdicts = 0  # kept in OUT so far: graded now or reused
 
     async def main() -> list[Graded]:
         task = asyncio.current_task()
         assert task is not None
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
         with batch_report(len(items), args.predictions) as report:
+
+            def graded(one: Graded) -> None:
+                nonlocal verdicts
+                verdicts += one.verdict != ERROR
+                report(one)
+
             return await grade_all(
                 items,
                 args.tasks,
@@ -202,20 +239,37 @@ def _grade_run(args: argparse.Namespace) -> int:
                 jobs=args.jobs or 1,
                 command=SSEBENCH,
                 options=options,
-                on_graded=report,
+                timeout=args.timeout,
+                on_graded=graded,
             )
 
     try:
         graded = asyncio.run(main())
-    except asyncio.CancelledError:
-        return EXIT_TERMINATED
+    except (KeyboardInterrupt, asyncio.CancelledError) as exc:
+        print(
+            f"ssebench: stopped: {verdicts} of {len(items)} predictions have a verdict in "
+            f"{args.out}; run the same command again to grade the other {len(items) - verdicts}",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED if isinstance(exc, KeyboardInterrupt) else EXIT_TERMINATED
+    return _finish_run(graded, args.out / summary_name(shard))
+
+
+def _finish_run(graded: list[Graded], path: Path) -> int:
+    """summary.json, also on stdout, and the tally on stderr: what the run comes to."""
+    from ssebench.core.batch import summarize, write_json
+
     summary = summarize(graded)
-    name = "summary.json" if shard is None else f"summary-{shard[0]}-of-{shard[1]}.json"
-    write_json(args.out / name, summary)
+    try:
+        write_json(path, summary)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot write the summary: {exc.strerror or exc}") from None
     print(json.dumps(summary, indent=2))
+    reused = sum(one.reused for one in graded)
     print(
         f"ssebench: {summary['total']} predictions: {summary['resolved']} resolved, "
-        f"{summary['unresolved']} unresolved, {summary['errors']} errors ({args.out / name})",
+        f"{summary['unresolved']} unresolved, {summary['errors']} errors; {reused} reused from "
+        f"an earlier run ({path})",
         file=sys.stderr,
     )
     return EXIT_OK if not summary["errors"] else EXIT_FAILED

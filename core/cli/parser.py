@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import argparse
-import math
+import difflib
+import re
+import sys
+from collections.abc import Callable, Sequence
 from importlib.metadata import version
 from pathlib import Path
+from typing import TypeVar
 
 from ssebench.core.levels import LevelError, parse_level
-from ssebench.core.settings import DAEMON_API_HELP, DAEMON_APIS
+from ssebench.core.settings import DAEMON_API_HELP, DAEMON_APIS, daemon_url, positive_seconds
+
+T = TypeVar("T")
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+MCP_PORT, DAEMON_PORT = 3000, 3001
+PUBLIC_HOST = "localhost"  # where an agent beside the server reaches it (mcp-config)
 
 CHECK_HELP = "print exactly what test_patch would return, and exit 0/1/2/3"
 GRADE_HELP = (
@@ -32,12 +40,43 @@ VALIDATE_HELP = (
 )
 CONFIG_HELP = "print the ready-to-paste registration of the ssebench MCP server for an agent"
 LEVEL_HELP = "level 0-4 (default: SSE_DIFFICULTY or 2)"
+_NUMBER = re.compile(r"-[0-9]+|-[0-9]*\.[0-9]+")  # a negative number is a value, not a flag
 ISOLATIONS = ("auto", "bubblewrap", "landlock")
 
 
 class _Parser(argparse.ArgumentParser):
+    """One-line errors, exit status 2; a misspelt flag is named before a required one it left
+    missing (argparse would only say `--task` is required after `--taks DIR`)."""
+
+    _given: Sequence[str] = ()
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        self._given = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
     def error(self, message: str) -> None:  # type: ignore[override]
+        unknown = self._unknown_flags()
+        if unknown and message.startswith("the following arguments are required"):
+            message = f"unrecognized arguments: {', '.join(unknown)}"
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+    def _unknown_flags(self) -> list[str]:
+        """Each given flag this parser does not know, with the one it most likely meant."""
+        known = [flag for flag in self._option_string_actions if flag.startswith("--")]
+        found = []
+        for arg in self._given[: self._given.index("--") if "--" in self._given else None]:
+            flag = arg.split("=", 1)[0]
+            if not flag.startswith("-") or _NUMBER.fullmatch(flag):
+                continue  # a value, or a negative number
+            if flag in self._option_string_actions or (
+                flag.startswith("--") and any(k.startswith(flag) for k in known)
+            ):
+                continue  # known, or a prefix of one (argparse takes that)
+            close = difflib.get_close_matches(flag, known, n=1)
+            found.append(f"{arg} (did you mean {close[0]}?)" if close else arg)
+        return found
 
 
 def _level_flag(raw: str) -> str:
@@ -48,14 +87,20 @@ def _level_flag(raw: str) -> str:
     return raw
 
 
-def _seconds(raw: str) -> float:
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds (got {raw!r})")
-    return value
+def _checked(check: Callable[[str], T]) -> Callable[[str], T]:
+    """An argparse type from a setting's own check: a flag and its variable say the same."""
+
+    def convert(raw: str) -> T:
+        try:
+            return check(raw)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"{exc} (got {raw!r})") from None
+
+    return convert
+
+
+_seconds = _checked(positive_seconds)
+_daemon_url = _checked(daemon_url)
 
 
 def _port(raw: str) -> int:
@@ -81,23 +126,19 @@ def build_parser() -> argparse.ArgumentParser:
     grade = command("grade", GRADE_HELP)
     where = grade.add_mutually_exclusive_group()
     _task_flag(where)
-    where.add_argument("--daemon-url", help="grade through a running daemon instead")
+    where.add_argument(
+        "--daemon-url", type=_daemon_url, help="grade through a running daemon instead"
+    )
     grade.add_argument("--daemon-api", choices=DAEMON_APIS, default="auto",
                        help=f"with --daemon-url: {DAEMON_API_HELP}")  # fmt: skip
     grade.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     _isolation_flags(grade)
     _grading_flags(grade, where)
-    validate = command("validate", VALIDATE_HELP)
-    _task_flag(validate, required=True)
-    validate.add_argument("--fix", type=Path, required=True, help="the reference fix (a diff)")
-    validate.add_argument("--runs", type=_count, default=1, help="runs on each tree (default 1)")
-    validate.add_argument("--json", action="store_true", help='{"sound": ...} for scripts')
-    validate.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    _isolation_flags(validate)
+    _validate_flags(command("validate", VALIDATE_HELP))
     command("plugins", "list the discovered checks")
     daemon = command("daemon", "run the daemon alone")
     _task_flag(daemon, required=True)
-    _address_flags(daemon, "daemon", 3001)
+    _address_flags(daemon, "daemon", DAEMON_PORT)
     daemon.add_argument("--difficulty", type=_level_flag, help=LEVEL_HELP)
     _isolation_flags(daemon)
     _serve_flags(command("serve", SERVE_HELP))
@@ -106,7 +147,29 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD...")
     config = command("mcp-config", CONFIG_HELP)
     config.add_argument("agent", choices=("claude", "codex", "json"))
+    config.add_argument(
+        "--host", default=PUBLIC_HOST, help="the server's host as the agent reaches it "
+        f"(default {PUBLIC_HOST})"
+    )  # fmt: skip
+    config.add_argument(
+        "--port", type=_port, default=MCP_PORT, help=f"the server's port (default {MCP_PORT})"
+    )
     return parser
+
+
+def _validate_flags(validate: argparse.ArgumentParser) -> None:
+    _task_flag(validate, required=True)
+    validate.add_argument("--fix", type=Path, required=True, help="the reference fix (a diff)")
+    validate.add_argument("--runs", type=_count, default=1, help="runs on each tree (default 1)")
+    validate.add_argument("--json", action="store_true", help='{"sound": ...} for scripts')
+    validate.add_argument(
+        "--logs",
+        type=Path,
+        metavar="DIR",
+        help="save every case's log here, as DIR/run-N/as-shipped|with-the-fix/KEY-INDEX.log",
+    )
+    validate.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    _isolation_flags(validate)
 
 
 def _count(raw: str) -> int:
@@ -135,6 +198,13 @@ def _grading_flags(grade: argparse.ArgumentParser, where: argparse._MutuallyExcl
     )
     grade.add_argument(
         "--shard", metavar="I/N", help="with --tasks: every N-th prediction from the I-th (from 0)"
+    )
+    grade.add_argument(
+        "--timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        help="with --tasks: the longest one prediction's grade may take; over it, the grade is "
+        "stopped, its cases killed, and the prediction is an error (default: no limit)",
     )
 
 
@@ -167,12 +237,17 @@ def _serve_flags(cmd: argparse.ArgumentParser) -> None:
     where = cmd.add_mutually_exclusive_group()
     where.add_argument("--task", type=Path, help="task folder or its task.toml (embedded daemon)")
     where.add_argument(
-        "--daemon-url", help="sidecar mode: the daemon's URL, no embedded daemon (SSE_DAEMON_URL)"
+        "--daemon-url",
+        type=_daemon_url,
+        help="sidecar mode: the daemon's URL, no embedded daemon (SSE_DAEMON_URL)",
     )
     cmd.add_argument("--daemon-api", choices=DAEMON_APIS, help=f"sidecar mode: {DAEMON_API_HELP}")
-    _address_flags(cmd, "MCP", 3000)
+    _address_flags(cmd, "MCP", MCP_PORT)
     cmd.add_argument(
-        "--daemon-port", type=_port, default=3001, help="embedded daemon's port on 127.0.0.1"
+        "--daemon-port",
+        type=_port,
+        default=DAEMON_PORT,
+        help=f"embedded daemon's port on 127.0.0.1 (default {DAEMON_PORT})",
     )
     cmd.add_argument("--difficulty", type=_level_flag, help=LEVEL_HELP)
     cmd.add_argument(

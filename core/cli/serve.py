@@ -12,7 +12,7 @@ import os
 import sys
 
 from ssebench.core.cli.isolation import announce, choose_isolation
-from ssebench.core.cli.parser import EXIT_OK
+from ssebench.core.cli.parser import EXIT_OK, MCP_PORT, PUBLIC_HOST
 from ssebench.core.cli.startup import loading
 from ssebench.core.errors import ConfigError
 from ssebench.core.registry import Registry, build_registry
@@ -20,7 +20,7 @@ from ssebench.core.settings import Settings, load_settings
 from ssebench.daemon.isolation import Mechanism
 from ssebench.daemon.task import Task, load_task
 
-PUBLIC_URL = "http://localhost:3000/mcp"
+DAEMON_HOST = "127.0.0.1"  # the embedded daemon: loopback only, whatever --host says
 NAME = "ssebench"
 CODEX_TOOL_TIMEOUT = 3600  # a call runs a whole build and test cycle
 # Codex gives a server 10 s to answer initialize and tools/list. serve answers in 1-2 s, and
@@ -68,7 +68,7 @@ def cmd_daemon(args: argparse.Namespace) -> int:
         from ssebench.core.server.listen import bind_all, serve_all
         from ssebench.daemon.app import create_app
 
-    sockets = bind_all([(args.host, args.port)])  # a port in use: one line, nothing announced
+    sockets = bind_all([(args.host, args.port, "--port")])  # in use: one line, nothing said
     announce(mechanism)
     warn_remote(args.host, "serving the daemon (it runs the task's checks and serves their logs)")
     app = create_app(
@@ -110,8 +110,6 @@ def serve_plan(
             "serve needs --task DIR (embedded daemon), or a daemon to talk to: --daemon-url URL, "
             "SSE_DAEMON_URL, SSE_DAEMON_SOCKET or SSE_AGENT_DOCKER"
         )
-    elif settings.daemon_url and not settings.daemon_url.startswith(("http://", "https://")):
-        raise ConfigError(f"SSE_DAEMON_URL must be an http:// URL (got {settings.daemon_url!r})")
     if task is not None and args.port == args.daemon_port:
         raise ConfigError(
             f"--port and --daemon-port are both {args.port}; the embedded daemon needs its own"
@@ -128,11 +126,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from ssebench.core.server.listen import bind_all
 
     logging.getLogger("ssebench").setLevel(logging.INFO)
-    listen = [(args.host, args.port)] + ([("127.0.0.1", args.daemon_port)] if task else [])
+    listen = [(args.host, args.port, "--port")]
+    if task is not None:
+        listen.append((DAEMON_HOST, args.daemon_port, "--daemon-port, the embedded daemon's port"))
     sockets = bind_all(listen)
     announce(mechanism)
     warn_remote(args.host, "serving test_patch")
-    where = f"task {task.path}" if task is not None else "sidecar mode"
+    where = "sidecar mode"
+    if task is not None:
+        where = f"task {task.path}, daemon at http://{DAEMON_HOST}:{args.daemon_port}"
     url = f"http://{url_host(args.host)}:{args.port}{http.MCP_PATH}"
     asyncio.run(
         http.serve_test_patch(
@@ -180,8 +182,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     return run.run(serve_argv, command, url, settings.mcp_timeout, env)
 
 
-def registration(agent: str, url: str = PUBLIC_URL) -> str:
+def registration(agent: str, host: str = PUBLIC_HOST, port: int = MCP_PORT) -> str:
     """What `ssebench mcp-config` prints: ready to paste, one form per kind of agent."""
+    url = f"http://{url_host(host)}:{port}/mcp"
     if agent == "claude":
         return f"claude mcp add {NAME} {url} --transport http --scope user"
     if agent == "codex":
@@ -196,5 +199,5 @@ def registration(agent: str, url: str = PUBLIC_URL) -> str:
 
 
 def cmd_mcp_config(args: argparse.Namespace) -> int:
-    print(registration(args.agent))
+    print(registration(args.agent, args.host, args.port))
     return EXIT_OK

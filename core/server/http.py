@@ -15,9 +15,9 @@ from pathlib import Path
 
 import httpx
 from fastmcp import FastMCP
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
+from starlette.types import ASGIApp
 
 from ssebench.core.daemons.connect import open_daemon, unsupported_warning
 from ssebench.core.daemons.inprocess import attach
@@ -25,6 +25,7 @@ from ssebench.core.orchestrator import Daemon
 from ssebench.core.registry import Registry
 from ssebench.core.server.app import build_server
 from ssebench.core.server.listen import serve_all
+from ssebench.core.server.quiet import quiet_when_gone
 from ssebench.core.settings import PROGRESS_INTERVAL
 from ssebench.daemon.app import create_app
 from ssebench.daemon.credentials import log_owner
@@ -34,19 +35,21 @@ from ssebench.daemon.task import Task
 MCP_PATH = "/mcp"
 
 
-def create_http_app(mcp: FastMCP, *, allowed_hosts: Sequence[str] = ()) -> Starlette:
+def create_http_app(mcp: FastMCP, *, allowed_hosts: Sequence[str] = ()) -> ASGIApp:
     """Streamable HTTP at /mcp with fastmcp's DNS-rebinding guard on (it is off by default):
-    a foreign Origin gets 403, a foreign Host 421, on every route. /healthz answers once up."""
+    a foreign Origin gets 403, a foreign Host 421, on every route. /healthz answers once up.
+    A client that closes its session mid-request is no error (core/server/quiet.py)."""
 
     @mcp.custom_route("/healthz", methods=["GET"])
     async def healthz(request: Request) -> Response:
         return PlainTextResponse("ok")
 
-    return mcp.http_app(
+    app = mcp.http_app(
         path=MCP_PATH,
         host_origin_protection=True,
         allowed_hosts=list(allowed_hosts) or None,
     )
+    return quiet_when_gone(app)
 
 
 async def serve_test_patch(
@@ -69,7 +72,7 @@ async def serve_test_patch(
     One process, one loop: the embedded daemon is reached over real HTTP all the same, so a
     cancelled call closes its request and the daemon kills the case's process group.
     """
-    apps: list[Starlette] = []
+    apps: list[ASGIApp] = []
     async with contextlib.AsyncExitStack() as stack:
         daemon: Daemon
         if task is not None:

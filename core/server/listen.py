@@ -1,7 +1,8 @@
 """Listening sockets and uvicorn, for `serve` and `daemon` alike: bound before anything is said.
 
 Binding (and listening) first makes a port in use, or one port given twice, a one-line error
-before the command announces anything; then one SIGINT or SIGTERM stops every app together.
+before the command announces anything; then one SIGINT or SIGTERM stops every app together,
+quietly (core/server/quiet.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from ssebench.core.errors import ConfigError
+from ssebench.core.server.quiet import QuietStop
 
 STOP_GRACE = 1  # seconds a request may take to finish once we stop; a running call is cut
 
@@ -38,17 +40,18 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def bind_all(addresses: Sequence[tuple[str, int]]) -> list[socket.socket]:
-    """Every address bound, or none: the first that fails is a one-line ConfigError."""
+def bind_all(addresses: Sequence[tuple[str, int, str]]) -> list[socket.socket]:
+    """Every (host, port, what chose it) bound, or none: the first that fails is a one-line
+    ConfigError naming the flag to change."""
     sockets: list[socket.socket] = []
-    for host, port in addresses:
+    for host, port, chosen_by in addresses:
         try:
             sockets.append(bind(host, port))
         except OSError as exc:
             for sock in sockets:
                 sock.close()
             reason = exc.strerror or str(exc)
-            raise ConfigError(f"cannot listen on {host}:{port}: {reason}") from None
+            raise ConfigError(f"cannot listen on {host}:{port} ({chosen_by}): {reason}") from None
     return sockets
 
 
@@ -67,9 +70,15 @@ async def serve_all(apps: Sequence[ASGIApp], sockets: Sequence[socket.socket], r
         _Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=STOP_GRACE))
         for app in apps
     ]
+    quiet = QuietStop()
+
+    def stop() -> None:
+        quiet.stopping = True
+        _stop(servers)
+
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, _stop, servers)
+        loop.add_signal_handler(sig, stop)
     tasks = [
         asyncio.create_task(server.serve(sockets=[sock]))
         for server, sock in zip(servers, sockets, strict=True)
@@ -84,6 +93,7 @@ async def serve_all(apps: Sequence[ASGIApp], sockets: Sequence[socket.socket], r
         await asyncio.gather(*tasks)
     finally:
         _stop(servers)
+        quiet.say()
 
 
 def _stop(servers: Sequence[uvicorn.Server]) -> None:

@@ -94,8 +94,8 @@ def test_a_run_its_rerun_and_its_shards(run_cli: RunCli, tasks: Path, tmp_path: 
         "resolved": 3,
         "unresolved": 2,
         "errors": 3,
-        "resolved_ids": ["m1/c-rle", "m1/small-a", "org__m2/small-b"],
-        "unresolved_ids": ["org__m2/c-rle", "org__m2/small-a"],
+        "resolved_ids": ["m1/c-rle", "m1/small-a", "org/m2/small-b"],
+        "unresolved_ids": ["org/m2/c-rle", "org/m2/small-a"],
         "error_list": errors,
     }
     assert results(out) == {
@@ -109,7 +109,7 @@ def test_a_run_its_rerun_and_its_shards(run_cli: RunCli, tasks: Path, tmp_path: 
     assert f"ssebench: [1/8] error: {preds}:4: not valid JSON (Expecting value)" in lines
     assert f"ssebench: [2/8] error: {preds}:6: no patch (`patch` or `model_patch`)" in lines
     tally = "8 predictions: 3 resolved, 2 unresolved, 3 errors"
-    assert lines[-1] == f"ssebench: {tally} ({out}/summary.json)"
+    assert lines[-1] == f"ssebench: {tally}; 0 reused from an earlier run ({out}/summary.json)"
     # Its files: the patch graded, every case's log, the grade's own stderr.
     folder = out / "org__m2" / "c-rle"
     assert (folder / "patch.diff").read_text() == (tasks / "c-rle" / "partial.patch").read_text()
@@ -123,6 +123,7 @@ def test_a_run_its_rerun_and_its_shards(run_cli: RunCli, tasks: Path, tmp_path: 
     stamps = {p: p.stat().st_mtime_ns for p in out.glob("*/*/*") if p.is_file()}
     again = run(run_cli, tasks, preds, out, "-j", "2")
     assert again["summary"] == whole["summary"]
+    assert again["stderr"].splitlines()[-1].startswith(f"ssebench: {tally}; 5 reused from an ")
     assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
     graded = [line for line in again["stderr"].splitlines() if ": resolved" in line or
               ": unresolved" in line]  # fmt: skip
@@ -189,8 +190,12 @@ def test_a_stopped_run_leaves_no_scratch_and_resumes(
         assert time.monotonic() < deadline and proc.poll() is None
         time.sleep(0.05)
     proc.send_signal(sig)
-    proc.communicate(timeout=30)
+    _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == (143 if sig == signal.SIGTERM else 130)
+    assert stderr.decode().splitlines()[-1] == (
+        f"ssebench: stopped: 0 of 2 predictions have a verdict in {out}; run the same command "
+        "again to grade the other 2"
+    )
     assert list(tmpdir.iterdir()) == []
     assert list(out.glob("*/*/result.json")) == []
     toml.write_text(task_toml({"build": "true"}))

@@ -24,6 +24,8 @@ import httpx
 import mcp
 import pytest
 
+from ssebench.core.server.app import CLIENT_LEFT
+from ssebench.core.server.quiet import STOPPED_OPEN
 from ssebench.testing.calls import call
 from ssebench.testing.procs import wait_group_gone
 from ssebench.testing.servers import check_text
@@ -200,12 +202,17 @@ WAYS = [
 def test_given_up_call_kills_the_group_and_the_next_call_works(
     server: Any, give_up: Callable[[Any], Awaitable[float]]
 ) -> None:
+    """A client that gives up is a normal event: at most one informational line."""
+    before = len(server.stderr().splitlines())
     assert _given_up(server, give_up) < LIMIT
+    assert server.stderr().splitlines()[before:] in ([], [f"ssebench: {CLIENT_LEFT}"])
     assert "Traceback" not in server.stderr()
 
 
-def test_server_stopped_mid_call_kills_the_group(serve: Any) -> None:
-    """SIGTERM to the server (what `ssebench run` sends once the agent ends) stops the case."""
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_server_stopped_mid_call_kills_the_group_quietly(serve: Any, sig: signal.Signals) -> None:
+    """SIGTERM to the server (what `ssebench run` sends once the agent ends), or Ctrl+C at a
+    terminal, stops the case, and says so in one line: no traceback (there were ~140 lines)."""
     server = serve("switch", 2)
     (server.task / "src" / "hang").touch()
 
@@ -221,7 +228,10 @@ def test_server_stopped_mid_call_kills_the_group(serve: Any) -> None:
     caller.start()
     pgid = read_pgid(server.task)
     since = time.monotonic()
-    server.proc.send_signal(signal.SIGTERM)
+    server.proc.send_signal(sig)
     latency = wait_group_gone(pgid, since, limit=LIMIT)
-    print(f"\nserver stopped: process group gone {latency:.3f} s after its SIGTERM")
+    print(f"\nserver stopped: process group gone {latency:.3f} s after its {sig.name}")
     assert server.proc.wait(10) == 0
+    lines = server.stderr().splitlines()
+    ready = next(i for i, line in enumerate(lines) if line.startswith("ssebench: serving "))
+    assert lines[ready + 1 :] == [STOPPED_OPEN]

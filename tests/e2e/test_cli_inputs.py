@@ -4,7 +4,6 @@ never a traceback, and nothing announced or left listening. Plus `--version` and
 
 from __future__ import annotations
 
-import socket
 import subprocess
 from collections.abc import Callable
 from importlib.metadata import version
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ssebench.testing.servers import clean_env, free_port, port_is_free
+from ssebench.testing.servers import clean_env, free_port, port_is_free, taken_port
 
 from .tasks import make_task
 
@@ -36,11 +35,10 @@ def test_version_prints_the_package_version(run_cli: Run, tmp_path: Path) -> Non
 
 def test_a_bare_ssebench_prints_the_usage_and_the_commands(run_cli: Run, tmp_path: Path) -> None:
     done = run_cli(env=clean_env(tmp_path))
-    assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.startswith("usage: ssebench [-h] [--version]")
+    assert done.returncode == 0 and done.stderr == ""
+    assert done.stdout.startswith("usage: ssebench [-h] [--version]")
     for command in ("check", "grade", "plugins", "daemon", "serve", "run", "mcp-config"):
-        assert f"\n    {command} " in done.stderr
-    assert "Traceback" not in done.stderr
+        assert f"\n    {command} " in done.stdout
 
 
 @pytest.mark.parametrize(
@@ -139,15 +137,9 @@ def test_every_command_refuses_a_bad_setting(run_cli: Run, tmp_path: Path, args:
     refused(done, "ssebench: error: SSE_DIFFICULTY must be one of 0, 1, 2, 3, 4 (got '02')")
     done = run_cli(*args, env=clean_env(tmp_path, SSE_PROGRESS_INTERVAL="nan"))
     refused(
-        done, "ssebench: error: SSE_PROGRESS_INTERVAL: Input should be a finite number (got 'nan')"
+        done,
+        "ssebench: error: SSE_PROGRESS_INTERVAL: must be a positive number of seconds (got 'nan')",
     )
-
-
-def test_a_flag_overrides_a_bad_variable_before_it_is_checked(run_cli: Run, tmp_path: Path) -> None:
-    task = make_task(tmp_path / "task", "bare")
-    env = clean_env(tmp_path, SSE_DIFFICULTY="9")
-    done = run_cli("check", "--task", str(task), "--difficulty", "3", "--quiet", env=env)
-    assert done.returncode == 0, done.stderr
 
 
 @pytest.mark.parametrize("value", ["0", "-5", "inf", "nan", "soon"])
@@ -167,12 +159,11 @@ def test_the_daemon_on_a_busy_port_says_one_line_and_nothing_else(
     run_cli: Run, tmp_path: Path
 ) -> None:
     task = make_task(tmp_path / "task", "bare")
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
+    with taken_port() as port:
         done = run_cli("daemon", "--task", str(task), "--port", str(port), env=clean_env(tmp_path))
-    refused(done, f"ssebench: error: cannot listen on 127.0.0.1:{port}: Address already in use")
+    refused(
+        done, f"ssebench: error: cannot listen on 127.0.0.1:{port} (--port): Address already in use"
+    )
 
 
 def test_the_daemon_needs_allow_remote_for_another_address(run_cli: Run, tmp_path: Path) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import socket
 import subprocess
 import time
 import tomllib
@@ -36,6 +35,7 @@ from ssebench.testing.servers import (
     run_ssebench,
     serving,
     start_server,
+    taken_port,
     write_task,
 )
 
@@ -77,17 +77,16 @@ def test_bad_difficulty_refused_before_listening(tmp_path: Path, command: str, v
 
 def test_port_in_use_is_one_line(tmp_path: Path) -> None:
     task = make_task(tmp_path / "task", "bare")
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
+    with taken_port() as port:
         mcp_taken = ["--port", str(port)]
         daemon_taken = ["--port", str(free_port()), "--daemon-port", str(port)]
-        for ports in (mcp_taken, daemon_taken):
+        flags = ("--port", "--daemon-port, the embedded daemon's port")
+        for ports, flag in zip((mcp_taken, daemon_taken), flags, strict=True):
             done = _run(["serve", "--task", str(task), *ports], clean_env(tmp_path))
             assert done.returncode == 2
             assert done.stderr.splitlines() == [
-                f"ssebench: error: cannot listen on 127.0.0.1:{port}: Address already in use"
+                f"ssebench: error: cannot listen on 127.0.0.1:{port} ({flag}): Address already in "
+                "use"
             ]
 
 
@@ -263,7 +262,7 @@ SINGLE_WORD = "head -c {size} /dev/zero | tr '\\0' x; exit 1\n"
 
 
 def _single_word_report(server: Any, size: int, text: str) -> None:
-    """A one-word log over 256 KiB: long, cut to its last 256 KiB (no line or word starts
+    """A one-word log over 64 KiB: long, cut to its last 64 KiB (no line or word starts
     there, so at a character) and saved whole."""
     head = f"{FAILED_BUILD}\n\nChecks:\n- build: FAILED\n\n{LEVEL_3_NOTE}"
     saved = saved_path(text)
@@ -274,11 +273,11 @@ def _single_word_report(server: Any, size: int, text: str) -> None:
 
 
 @pytest.mark.faults
-def test_one_long_word_is_cut_to_its_last_256_kib_and_saved_whole(
+def test_one_long_word_is_cut_to_its_last_64_kib_and_saved_whole(
     server: Any, then_normal: None
 ) -> None:
     """No whitespace: one word, so by the spec's words alone the log would be short and shown
-    whole; over 256 KiB it is long (DESIGN.md), so even a client without MCP's 1 MiB event
+    whole; over 64 KiB it is long (DESIGN.md), so even a client without MCP's 1 MiB event
     limit gets the same cut report. (At 100 MB the server answers in ~8 s; see
     bench/RESULTS.md.)"""
     size = 2_000_000

@@ -328,6 +328,12 @@ def test_without_git_one_line(
          "--logs saves the logs of a patch's grade: use it with --patch FILE"),
         (["--task", "{task}", "--patch", "/nonexistent.patch"],
          "/nonexistent.patch: cannot read the patch: No such file or directory"),
+        (["--task", "{task}", "--patch", "/dev/zero"],
+         "/dev/zero: cannot read the patch: over 64 MiB, too large for a diff"),
+        (["--task", "{task}", "--patch", "/dev/null", "--logs", "/etc/passwd"],
+         "--logs /etc/passwd: not a folder"),
+        (["--task", "{task}", "--patch", "/dev/null", "--logs", "/etc/passwd/logs"],
+         "--logs /etc/passwd/logs: cannot make the folder: Not a directory"),
     ],
 )  # fmt: skip
 def test_bad_flags_are_one_line(

@@ -6,11 +6,17 @@ installed within two minutes. Its CLI gives up on a call after 60 s, so the task
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import shutil
+import socket
 import subprocess
+import threading
+from collections.abc import Iterator
 from typing import Any
 
+import fastmcp
 import pytest
 
 from ssebench.testing.servers import check_text
@@ -68,3 +74,54 @@ def test_inspector_lists_and_calls_test_patch(npx: str, shared_servers: Any) -> 
     assert called["content"] == [{"type": "text", "text": check_text(server.task, 2, server.env)}]
     assert "structuredContent" not in called
     assert called.get("isError") is False
+
+
+@contextlib.contextmanager
+def recording_proxy(port: int) -> Iterator[tuple[int, bytearray]]:
+    """A TCP relay to 127.0.0.1:`port`; yields its own port and every byte clients sent."""
+    seen = bytearray()
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def pipe(source: socket.socket, sink: socket.socket, record: bool) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                if record:
+                    seen.extend(data)
+                sink.sendall(data)
+        with contextlib.suppress(OSError):
+            sink.shutdown(socket.SHUT_WR)
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                client, _ = listener.accept()
+                upstream = socket.create_connection(("127.0.0.1", port))
+                for args in ((client, upstream, True), (upstream, client, False)):
+                    threading.Thread(target=pipe, args=args, daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield listener.getsockname()[1], seen
+    finally:
+        listener.close()
+
+
+def test_the_inspector_asks_for_no_progress(npx: str, shared_servers: Any) -> None:
+    """docs/clients.md: its CLI sends no progressToken, so no heartbeat keeps it waiting past
+    its 60 s. A client that asks, through the same relay, is seen asking."""
+    server = shared_servers("failing", 2)
+    with recording_proxy(server.port) as (port, seen):
+        _inspect(npx, f"http://127.0.0.1:{port}/mcp", "tools/call", "--tool-name", "test_patch")
+    assert b'"tools/call"' in seen and b"progressToken" not in seen
+
+    async def asking(url: str) -> None:
+        async with fastmcp.Client(url) as client:
+            await client.call_tool_mcp("test_patch", {}, progress_handler=lambda *_: _noop())
+
+    with recording_proxy(server.port) as (port, seen):
+        asyncio.run(asking(f"http://127.0.0.1:{port}/mcp"))
+    assert b"progressToken" in seen
+
+
+async def _noop() -> None:
+    return None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ from ssebench.testing.servers import (
     free_port,
     port_is_free,
     run_ssebench,
+    taken_port,
 )
 
 from .tasks import make_task
@@ -106,15 +106,13 @@ def test_bad_difficulty_exits_2_without_running_cmd(
 def test_server_that_cannot_start_exits_2_with_its_error(tmp_path: Path) -> None:
     task = make_task(tmp_path / "task", "bare")
     marker = tmp_path / "cmd-ran"
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = str(taken.getsockname()[1])
+    with taken_port() as taken:
+        port = str(taken)
         args = ["--task", str(task), "--port", port, "--daemon-port", str(free_port())]
         done = _run(tmp_path, args, ["touch", str(marker)])
     assert done.returncode == 2
     assert not marker.exists()
-    assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in done.stderr
+    assert f"cannot listen on 127.0.0.1:{port} (--port): Address already in use" in done.stderr
 
 
 def test_wait_that_runs_out(tmp_path: Path) -> None:

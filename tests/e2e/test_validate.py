@@ -191,7 +191,40 @@ def test_a_test_that_passes_every_other_run_is_flaky(
     assert counter.read_text() == "4\n"
 
 
-def test_bad_input_is_one_line(run_cli: RunCli, tmp_path: Path) -> None:
+def test_bad_input_is_one_line(
+    run_cli: RunCli, ssebench_task: Callable[..., TaskHandle], tmp_path: Path
+) -> None:
     done = run_cli("validate", "--task", str(tmp_path), "--fix", "x.patch")
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == f"ssebench: error: {tmp_path / 'task.toml'}: no such task file\n"
+    task, fix = small_task(ssebench_task)
+    for args, error in (
+        (["--fix", str(fix), "--logs", "/etc/passwd"], "--logs /etc/passwd: not a folder"),
+        (
+            ["--fix", "/dev/zero"],
+            "/dev/zero: cannot read the patch: over 64 MiB, too large for a diff",
+        ),
+    ):
+        done = run_cli("validate", "--task", str(task), *args)
+        assert (done.returncode, done.stdout) == (2, "")
+        assert done.stderr == f"ssebench: error: {error}\n"
+
+
+def test_logs_keep_every_case_of_every_run_on_each_tree(
+    run_cli: RunCli, ssebench_task: Callable[..., TaskHandle], tmp_path: Path
+) -> None:
+    """A task author sees why a case failed: each case's output, named by run, tree and case."""
+    task, fix = small_task(ssebench_task, functional="echo functional run; test -s state.txt")
+    logs = tmp_path / "logs"
+    assert verdict(run_cli, task, fix, "--runs", "2", "--logs", str(logs))["sound"] is True
+    cases = ["build-0", "functional-0", "intent-0", "pocs-0", "pocs-1"]
+    assert sorted(p.relative_to(logs).as_posix() for p in logs.rglob("*.log")) == [
+        f"run-{run}/{tree}/{case}.log"
+        for run in (1, 2)
+        for tree in ("as-shipped", "with-the-fix")
+        for case in cases
+    ]
+    shipped, fixed = logs / "run-2" / "as-shipped", logs / "run-2" / "with-the-fix"
+    assert (shipped / "pocs-1.log").read_text() == "ERROR: AddressSanitizer: heap-buffer-overflow\n"
+    assert (fixed / "pocs-1.log").read_text() == ""
+    assert (fixed / "functional-0.log").read_text() == "functional run\n"

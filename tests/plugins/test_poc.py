@@ -228,13 +228,13 @@ def test_output_regex_is_bytes_and_multiline_flags_work(plugin: Any) -> None:
 @pytest.mark.parametrize(
     ("triggered_if", "problem"),
     [
-        ({"sanitiser": False}, "triggered_if.sanitiser: Extra inputs are not permitted"),
-        ({"signal": 0}, "triggered_if.signal: Input should be a valid boolean"),
-        ({"exit_codes": [True]}, "triggered_if.exit_codes.0: Input should be a valid integer"),
-        ({"exit_codes": ["1"]}, "triggered_if.exit_codes.0: Input should be a valid integer"),
+        ({"sanitiser": False}, "triggered_if.sanitiser: unknown key"),
+        ({"signal": 0}, "triggered_if.signal: must be true or false (got 0)"),
+        ({"exit_codes": [True]}, "triggered_if.exit_codes.0: must be a whole number (got True)"),
+        ({"exit_codes": ["1"]}, "triggered_if.exit_codes.0: must be a whole number (got '1')"),
         (
             {"exit_codes": [256]},
-            "triggered_if.exit_codes.0: Input should be less than or equal to 255",
+            "triggered_if.exit_codes.0: must be at most 255 (got 256)",
         ),
         (
             {"output_regex": "(unclosed"},
@@ -256,6 +256,52 @@ def test_a_bad_rule_is_a_task_error(
     with pytest.raises(ConfigError) as caught:
         task.run_check("pocs")
     assert str(caught.value) == f"{task.path / 'task.toml'}: checks.pocs.{problem}"
+
+
+# --- a rule of one case ----------------------------------------------------------------------
+
+
+def test_a_case_may_have_its_own_rule(plugin: Any) -> None:
+    """A real CVE task mixes PoCs: ASan crashes, and a script whose bug shows as exit status 3.
+    A case given as a table takes its own `triggered_if`, which replaces the table's."""
+    cases = [
+        "echo clean; exit 3",  # the table's rule: status 3 means nothing
+        {"run": "echo clean; exit 3", "triggered_if": {"exit_codes": [3]}},
+        {"run": f"echo '{ASAN}'", "triggered_if": {"sanitizer": False}},
+    ]
+    _, endings = pocs(plugin, cases, triggered_if={"exit_codes": [4]})
+    assert endings == [(True, 3, None, False), (False, 3, None, False)]
+    later = [cases[0], cases[2]]  # the third's own rule ignores sanitizers: it no longer triggers
+    assert pocs(plugin, later)[1] == [(True, 3, None, False), (True, 0, None, False)]
+
+
+@pytest.mark.parametrize(
+    ("case", "problem"),
+    [
+        ({"triggered_if": {"exit_codes": [3]}}, "cases.0: a case given as a table needs `run`"),
+        ({"run": "true", "timeout": 5}, "cases.0.timeout: unknown key"),
+        ({"run": "true", "triggered_if": {"exit_codes": ["3"]}},
+         "cases.0.triggered_if.exit_codes.0: must be a whole number (got '3')"),
+        ({"run": ""}, "cases: every command must be a non-empty string"),
+    ],
+    ids=["no-run", "unknown-key", "bad-rule", "empty"],
+)  # fmt: skip
+def test_a_bad_case_table_is_a_task_error(
+    ssebench_task: Any, case: dict[str, Any], problem: str
+) -> None:
+    task = ssebench_task({"pocs": {"cases": [case]}})
+    with pytest.raises(ConfigError) as caught:
+        task.run_check("pocs")
+    assert str(caught.value) == f"{task.path / 'task.toml'}: checks.pocs.{problem}"
+
+
+def test_a_check_without_options_takes_no_case_options(ssebench_task: Any) -> None:
+    task = ssebench_task({"build": {"cases": [{"run": "true", "triggered_if": {}}]}})
+    with pytest.raises(ConfigError) as caught:
+        task.run_check("build")
+    assert str(caught.value) == (
+        f"{task.path / 'task.toml'}: checks.build.cases.0.triggered_if: unknown key"
+    )
 
 
 # --- big logs --------------------------------------------------------------------------------

@@ -5,9 +5,12 @@ whose behaviour the patch text picks; tests/e2e/test_batch.py grades real tasks.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import sys
+from importlib.metadata import version
 from pathlib import Path
+from unittest.mock import ANY
 
 import pytest
 
@@ -21,6 +24,7 @@ from ssebench.core.batch import (
     summarize,
     write_json,
 )
+from ssebench.core.digests import task_sha256
 from ssebench.core.predictions import BadLine, Prediction
 
 # Stands in for `ssebench grade --task T --patch P --logs L`: the patch says what to do.
@@ -71,7 +75,7 @@ def test_verdicts_errors_and_what_a_rerun_skips(tmp_path: Path, stand_in: list[s
         grade_all(items, tasks, out, jobs=2, command=stand_in,
                   on_graded=lambda g: seen.append(g.verdict))
     )  # fmt: skip
-    assert [(g.verdict, g.error, g.earlier) for g in graded] == [
+    assert [(g.verdict, g.error, g.reused) for g in graded] == [
         (RESOLVED, None, False),
         (UNRESOLVED, None, False),
         (ERROR, "exit status 3: internal testing failure: the daemon went away", False),
@@ -81,16 +85,21 @@ def test_verdicts_errors_and_what_a_rerun_skips(tmp_path: Path, stand_in: list[s
         (ERROR, "not a JSON object", False),
     ]
     assert sorted(seen) == sorted(g.verdict for g in graded)
-    assert json.loads((out / "m/a/result.json").read_text()) == {
-        "resolved": True,
-        "task": str(tasks / "a"),
+    saved = json.loads((out / "m/a/result.json").read_text())
+    assert saved == {"resolved": True, "task": str(tasks / "a"), "graded_with": ANY}
+    assert saved["graded_with"] == {
+        "model": "m",
+        "task": "a",
+        "patch_sha256": hashlib.sha256(b"resolved").hexdigest(),
+        "task_sha256": task_sha256(tasks / "a"),
+        "ssebench": version("ssebench"),
     }
     assert (out / "org__x/b/patch.diff").read_text() == "unresolved"
     assert (out / "m/c/grade.log").read_text().startswith("ssebench: build: started\n")
     assert sorted(p.name for p in out.glob("*/*/result.json")) == ["result.json"] * 2
     # A rerun takes the two verdicts as they are and tries every error again.
     again = asyncio.run(grade_all(items, tasks, out, jobs=2, command=stand_in))
-    assert [(g.verdict, g.earlier) for g in again] == [
+    assert [(g.verdict, g.reused) for g in again] == [
         (RESOLVED, True),
         (UNRESOLVED, True),
         *[(ERROR, False)] * 5,
@@ -100,7 +109,7 @@ def test_verdicts_errors_and_what_a_rerun_skips(tmp_path: Path, stand_in: list[s
 def test_summary() -> None:
     graded = [
         Graded(prediction(0, "a", ""), RESOLVED),
-        Graded(prediction(1, "b", "", model="org/x"), UNRESOLVED, earlier=True),
+        Graded(prediction(1, "b", "", model="org/x"), UNRESOLVED, reused=True),
         Graded(prediction(2, "c", ""), ERROR, "exit status 3: boom"),
         Graded(BadLine(3, 5, "not a JSON object"), ERROR, "not a JSON object"),
     ]
@@ -110,7 +119,7 @@ def test_summary() -> None:
         "unresolved": 1,
         "errors": 2,
         "resolved_ids": ["m/a"],
-        "unresolved_ids": ["org__x/b"],
+        "unresolved_ids": ["org/x/b"],
         "error_list": [
             {"line": 3, "model": "m", "task": "c", "error": "exit status 3: boom"},
             {"line": 5, "model": None, "task": None, "error": "not a JSON object"},

@@ -12,6 +12,7 @@ from ssebench.core.cli.serve import registration
 from ssebench.core.logs import BYTE_LIMIT, LINE_LIMIT, WORD_LIMIT
 from ssebench.core.registry import build_registry
 from ssebench.core.report import INTERNAL_FAILURE, NOT_SAVED, NOTHING_RAN
+from ssebench.core.server.app import MAX_RESULT_CHARS
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -45,9 +46,33 @@ def test_the_long_log_page_states_the_limits() -> None:
     text = (ROOT / "docs" / "long-logs.md").read_text()
     assert f"more than **{WORD_LIMIT:,} words**" in text
     assert f"more than **{BYTE_LIMIT // 1024} KiB** ({BYTE_LIMIT:,} bytes)" in text
+    assert f"only its last {BYTE_LIMIT // 1024} KiB" in text
     assert f"the last **{LINE_LIMIT} lines**" in text
 
 
 def test_the_clients_page_shows_the_codex_registration_as_printed() -> None:
     text = (ROOT / "docs" / "clients.md").read_text()
     assert f"$ ssebench mcp-config codex\n{registration('codex')}\n```" in text
+
+
+def test_the_pages_state_the_result_size_the_tool_declares() -> None:
+    clients = (ROOT / "docs" / "clients.md").read_text()
+    assert f'`"anthropic/maxResultSizeChars": {MAX_RESULT_CHARS}`' in clients
+    assert f"up to {MAX_RESULT_CHARS:,} characters" in (ROOT / "docs" / "long-logs.md").read_text()
+
+
+def test_the_clients_page_says_which_clients_reset_their_timeout_on_progress() -> None:
+    text = (ROOT / "docs" / "clients.md").read_text()
+    header = "| client | gives up | resets its timeout on progress |"
+    assert header in text
+    table = text[text.index(header) :].split("\n\n", 1)[0].splitlines()[2:]
+    rows = {cells[0]: cells[1:] for cells in ([c.strip() for c in row.split("|")[1:-1]]
+                                             for row in table)}  # fmt: skip
+    assert rows["Claude Code"][1].startswith("yes")
+    typescript = rows["the TypeScript SDK (OpenCode, other agents on it)"][1]
+    assert typescript.startswith("only when the caller sets `resetTimeoutOnProgress`")
+    for client in ("Codex", "the Python SDK, fastmcp's client"):
+        assert rows[client][1].startswith("no: ") and "cover a whole call" in rows[client][1]
+    inspector = rows["the MCP Inspector's CLI (`npx @modelcontextprotocol/inspector --cli`)"]
+    assert inspector == ["after 60 s", "no: it sends no `progressToken`, so the server sends it "
+                         "no progress at all"]  # fmt: skip

@@ -173,10 +173,16 @@ def py_config(tmp_path_factory: pytest.TempPathFactory) -> dict[str, TaskHandle]
 def test_py_config_unpatched_poc_triggers_by_its_triggered_if(
     py_config: dict[str, TaskHandle],
 ) -> None:
-    head, log = split_log(py_config["unpatched"].report(0))
-    assert head == pocs_failed(0, 2)
-    assert log.startswith("Traceback (most recent call last):\n")
-    assert "RecursionError" in log
+    """The PoC's RecursionError traceback runs to ~200 KB: over 64 KiB, so the report shows
+    its last 100 lines and names the saved whole."""
+    report = py_config["unpatched"].report(0)
+    head, marker, rest = report.partition("Truncated log (PoCs):\n")
+    assert head + marker == pocs_failed(0, 2).replace("Full log", "Truncated log")
+    log, _, saved = rest.rpartition("\n\nFull log available at ")
+    assert log.count("\n") == 99 and log.endswith(
+        "RecursionError: maximum recursion depth exceeded"
+    )
+    assert Path(saved).read_text().startswith("Traceback (most recent call last):\n")
 
 
 def test_py_config_fixed_passes_every_check(py_config: dict[str, TaskHandle]) -> None:

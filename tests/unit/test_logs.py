@@ -1,4 +1,7 @@
-"""The long-log rule: whole up to 10,000 words, else the tail shown and the raw bytes saved."""
+"""The long-log rule: whole up to 10,000 words, else the tail shown and the raw bytes saved.
+
+Words here are short (hexadecimal numbers), so that 10,000 of them stay within the 64 KiB that
+would make a log long by its size alone (tests/unit/test_log_bytes.py)."""
 
 from __future__ import annotations
 
@@ -64,7 +67,7 @@ def _assert_saved(view: LogView, log_dir: Path, data: bytes) -> None:
 
 def test_exactly_word_limit_stays_whole_and_nothing_saved(tmp_path: Path) -> None:
     log_dir = tmp_path / "logs"
-    words = [f"w{i}" for i in range(WORD_LIMIT)]
+    words = [f"{i:x}" for i in range(WORD_LIMIT)]
     data = ("\t".join(words[:5000]) + " \n  " + "\n".join(words[5000:]) + "\n\r\n").encode()
     view = _view(_pieces(data, 4096), log_dir)
     expected = "\t".join(words[:5000]) + " \n  " + "\n".join(words[5000:])
@@ -92,7 +95,7 @@ def test_many_short_lines_last_lines_win(tmp_path: Path) -> None:
 
 
 def test_one_huge_line_last_words_win(tmp_path: Path) -> None:
-    words = [f"w{i}" for i in range(30_000)]
+    words = [f"{i:x}" for i in range(30_000)]
     data = ("  ".join(words) + "\n").encode()
     view = view_log_bytes(data, tmp_path)
     assert view.text == "  ".join(words[-10_000:])
@@ -109,7 +112,7 @@ def test_trailing_line_breaks_dropped_before_counting_lines(tmp_path: Path) -> N
 
 
 def _lines_of_words(n_lines: int, per_line: int) -> list[list[str]]:
-    return [[f"l{i}w{j}" for j in range(per_line)] for i in range(n_lines)]
+    return [[f"{i % 10}{j:x}" for j in range(per_line)] for i in range(n_lines)]
 
 
 def test_crossover_word_start_wins_when_last_lines_hold_too_many_words(tmp_path: Path) -> None:
@@ -149,7 +152,7 @@ def test_invalid_utf8_becomes_replacement_char(tmp_path: Path) -> None:
 
 
 def test_word_split_across_one_byte_chunks_counts_once(tmp_path: Path) -> None:
-    words = [f"wö{i}" for i in range(WORD_LIMIT)]
+    words = [f"ö{i % 100}" for i in range(WORD_LIMIT)]
     data = " ".join(words).encode()
     one_byte = [data[i : i + 1] for i in range(len(data))]
     assert _view(one_byte, tmp_path / "a") == LogView(

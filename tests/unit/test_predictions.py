@@ -35,7 +35,7 @@ def test_a_model_path_becomes_one_folder() -> None:
     prediction = parse_line(0, 1, line(task="t", patch="", model="org/model-7b"))
     assert isinstance(prediction, Prediction)
     assert prediction.folder == Path("org__model-7b/t")
-    assert prediction.id == "org__model-7b/t"
+    assert prediction.id == "org/model-7b/t"  # the model's own name, as summary.json lists it
 
 
 @pytest.mark.parametrize(
@@ -54,10 +54,20 @@ def test_a_model_path_becomes_one_folder() -> None:
         (line(task="", patch=""), "task id '' cannot name a task folder"),
         (line(task=5, patch=""), "task id 5 cannot name a task folder"),
         (line(task="t", patch="", model=".."), "model '..' cannot name a folder"),
-        (line(task="t", patch="", model="a\0b"), "model 'a\\x00b' cannot name a folder"),
+        (line(task="t", patch="", model="a\0b"),
+         "model 'a\\x00b' holds a control character (a line break, say): it cannot name a folder"),
         (line(task="x" * 256, patch=""), f"task id {'x' * 256!r} cannot name a task folder"),
+        (line(task="a\nb", patch=""), "task id 'a\\nb' cannot name a task folder"),
+        (line(task="t", patch="", model="a\rb"),
+         "model 'a\\rb' holds a control character (a line break, say): it cannot name a folder"),
+        (line(task="t", patch="", model="a\u2028b"),
+         "model 'a\\u2028b' holds a control character (a line break, say): it cannot name a "
+         "folder"),
+        (line(task="t", patch="", model="\x1b[2Kok"),
+         "model '\\x1b[2Kok' holds a control character (a line break, say): it cannot name a "
+         "folder"),
     ],
-)
+)  # fmt: skip
 def test_one_clear_error_per_bad_line(text: str, error: str) -> None:
     bad = parse_line(4, 9, text)
     assert isinstance(bad, BadLine)
@@ -74,15 +84,21 @@ def test_a_file_keeps_every_line_and_refuses_a_second_grade_of_one_folder(
         "oops",
         "   ",
         line(task="t2", patch="b", model="org/m"),
-        line(task="t1", patch="c", model="org__m"),  # the same folder as the first
+        line(task="t1", patch="c", model="org__m"),  # another model, the same folder
+        line(task="t2", patch="d", model="org/m"),  # the same model and task again
+        json.dumps({"task": "t3", "patch": "a\u2028b\x85c\x1cd"}, ensure_ascii=False),
     ]
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text("\n".join(lines) + "\r\n")
     assert read_predictions(path) == [
         Prediction(0, 1, "t1", "org/m", "a"),
         BadLine(1, 3, "not valid JSON (Expecting value)"),
         Prediction(2, 5, "t2", "org/m", "b"),
-        BadLine(3, 6, "the same model and task as line 1", "t1", "org__m"),
-    ]
+        BadLine(3, 6, "model 'org__m' would share the folder org__m/t1 with model 'org/m' of "
+                "line 1", "t1", "org__m"),
+        BadLine(4, 7, "the same model and task as line 5", "t2", "org/m"),
+        # JSON lets a string hold these unescaped; only a line feed ends a line
+        Prediction(5, 8, "t3", "default", "a\u2028b\x85c\x1cd"),
+    ]  # fmt: skip
 
 
 def test_a_missing_file_is_a_config_error(tmp_path: Path) -> None:

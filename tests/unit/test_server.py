@@ -17,6 +17,7 @@ import fastmcp
 import pytest
 
 from ssebench.core.daemons.inprocess import local_daemon
+from ssebench.core.logs import BYTE_LIMIT
 from ssebench.core.server.app import build_server
 from ssebench.testing import TaskHandle, make_task
 
@@ -138,6 +139,10 @@ def test_tools_list_shows_one_tool_naming_only_the_enabled_checks(
     hints = tool.annotations
     assert (hints.read_only_hint, hints.destructive_hint) == (False, False)
     assert (hints.idempotent_hint, hints.open_world_hint) == (True, False)
+    # Claude Code keeps a result over 50,000 characters only as a file and a 2 KB preview,
+    # unless the tool declares more: the largest report is 64 KiB of log and a few KiB more.
+    assert tool.meta is not None
+    assert tool.meta["anthropic/maxResultSizeChars"] == 80_000 > BYTE_LIMIT + 8 * 1024
 
 
 def _progress(task: TaskHandle, level: int) -> list[tuple[float, float | None, str | None]]:

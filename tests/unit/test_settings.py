@@ -9,7 +9,13 @@ import pytest
 from ssebench.core.errors import ConfigError
 from ssebench.core.settings import load_settings
 
-VARIABLES = ("SSE_DIFFICULTY", "SSE_MCP_TIMEOUT", "MCP_LOG_DIR", "SSE_DAEMON_URL")
+VARIABLES = (
+    "SSE_DIFFICULTY",
+    "SSE_MCP_TIMEOUT",
+    "MCP_LOG_DIR",
+    "SSE_DAEMON_URL",
+    "SSE_PROGRESS_INTERVAL",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -120,3 +126,50 @@ def test_empty_log_dir_is_a_one_line_config_error(monkeypatch: pytest.MonkeyPatc
     message = one_line_error()
     assert message.startswith("MCP_LOG_DIR: ")
     assert message.endswith("(got '')")
+
+
+# --- our words, never pydantic's ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variable", ["SSE_MCP_TIMEOUT", "SSE_PROGRESS_INTERVAL"])
+@pytest.mark.parametrize("raw", ["0", "-1", "abc", "", "inf", "nan", "1e400"])
+def test_seconds_are_refused_in_our_words(
+    monkeypatch: pytest.MonkeyPatch, variable: str, raw: str
+) -> None:
+    monkeypatch.setenv(variable, raw)
+    assert one_line_error() == f"{variable}: must be a positive number of seconds (got {raw!r})"
+
+
+# --- SSE_DAEMON_URL ---------------------------------------------------------------------------
+
+EXPECTED_URL = "expected an http:// or https:// URL such as http://127.0.0.1:3001"
+
+
+@pytest.mark.parametrize(
+    ("raw", "problem"),
+    [
+        ("http://[::1", "an unclosed [ in its host"),
+        ("http://127.0.0.1:99999", "port 99999 is not from 1 to 65535"),
+        ("http://127.0.0.1:0", "port 0 is not from 1 to 65535"),
+        ("http://127.0.0.1:port", "port 'port' is not a number"),
+        ("http://127.0.0.1:3001\x01", "a control character or a space in it"),
+        ("http://127.0.0.1 :3001", "a control character or a space in it"),
+        ("127.0.0.1:3001", "no http:// or https://"),
+        ("ftp://127.0.0.1:3001", "no http:// or https://"),
+        ("http://", "no host"),
+        ("", "no host"),
+    ],
+)
+def test_a_daemon_url_that_cannot_be_reached_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, raw: str, problem: str
+) -> None:
+    monkeypatch.setenv("SSE_DAEMON_URL", raw)
+    assert one_line_error() == f"SSE_DAEMON_URL: {problem}: {EXPECTED_URL} (got {raw!r})"
+
+
+@pytest.mark.parametrize(
+    "raw", ["http://127.0.0.1:3001", "https://daemon.example/", "http://[::1]:3001", "http://x"]
+)
+def test_good_daemon_urls(monkeypatch: pytest.MonkeyPatch, raw: str) -> None:
+    monkeypatch.setenv("SSE_DAEMON_URL", raw)
+    assert load_settings().daemon_url == raw

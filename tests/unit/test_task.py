@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -260,31 +261,31 @@ BAD = [
     ),
     (
         'source = "src"\n[checks.pocs]\nrun = "./poc"\ntriggered_if = { sanitiser = true }\n',
-        "checks.pocs.triggered_if.sanitiser: Extra inputs are not permitted",
+        "checks.pocs.triggered_if.sanitiser: unknown key",
     ),
     (
         'source = "src"\n[checks.pocs]\nrun = "./poc"\ntriggered_if = "always"\n',
-        "checks.pocs.triggered_if: Input should be a valid dictionary or instance of TriggeredIf",
+        "checks.pocs.triggered_if: must be a table (got 'always')",
     ),
     (
         'source = "src"\n[checks.pocs]\nrun = "./poc"\ntriggered_if = { exit_codes = 1 }\n',
-        "checks.pocs.triggered_if.exit_codes: Input should be a valid tuple",
+        "checks.pocs.triggered_if.exit_codes: must be a list (got 1)",
     ),
     (
         'source = "src"\n[checks.pocs]\nrun = "./poc"\ntriggered_if = { exit_codes = [1.5] }\n',
-        "checks.pocs.triggered_if.exit_codes.0: Input should be a valid integer",
+        "checks.pocs.triggered_if.exit_codes.0: must be a whole number (got 1.5)",
     ),
     (
         'source = "src"\n[checks.pocs]\nrun = "./poc"\ntriggered_if = { signal = "maybe" }\n',
-        "checks.pocs.triggered_if.signal: Input should be a valid boolean",
+        "checks.pocs.triggered_if.signal: must be true or false (got 'maybe')",
     ),
     (
         'source = "src"\n[checks.pocs]\nrun = "./poc"\ntriggered_if = { timeout = "yes" }\n',
-        "checks.pocs.triggered_if.timeout: Input should be a valid boolean",
+        "checks.pocs.triggered_if.timeout: must be true or false (got 'yes')",
     ),
     (
         'source = "src"\n[checks.pocs]\nrun = "./poc"\ntriggered_if = { output_regex = 5 }\n',
-        "checks.pocs.triggered_if.output_regex: Input should be a valid string",
+        "checks.pocs.triggered_if.output_regex: must be a string (got 5)",
     ),
     (
         'source = "src"\n[checks.build]\nrun = "make"\ntriggered_if = { signal = true }\n',
@@ -417,3 +418,42 @@ def test_a_link_inside_a_declared_folder_is_part_of_it(tmp_path: Path) -> None:
         f"{tmp_path / 'task.toml'}: checks.build: case 1 names $SSE_TASK_DIR/venv/bin/python, "
         "which is in neither this check's files nor the top-level files"
     )
+
+
+# --- env: the task's and the source's folders expand, nothing else -------------------------------
+
+
+def test_env_expands_the_task_and_source_folders_and_nothing_else(tmp_path: Path) -> None:
+    """A Node task: its node_modules beside the source are found in place by Node's upward
+    lookup, but not from a grading copy elsewhere; NODE_PATH names them wherever the tree is."""
+    (tmp_path / "node_modules").mkdir()
+    text = (
+        'source = "src"\nfiles = ["node_modules"]\n'
+        'env = { NODE_PATH = "$SSE_TASK_DIR/node_modules", '
+        'OUT = "${SSE_SOURCE_DIR}/build:$SSE_SOURCE_DIR", '
+        'KEEP = "$HOME ${HOME} $SSE_TASK_DIRX ${SSE_TASK_DIR_2} $SSE_SOURCE_DIR_X" }\n'
+    )
+    task = load_task(_write(tmp_path, text), CHECKS)
+    src = tmp_path / "src"
+    assert task.case_env() == {
+        "NODE_PATH": f"{tmp_path}/node_modules",
+        "OUT": f"{src}/build:{src}",
+        "KEEP": "$HOME ${HOME} $SSE_TASK_DIRX ${SSE_TASK_DIR_2} $SSE_SOURCE_DIR_X",
+    }
+    assert task.env["NODE_PATH"] == "$SSE_TASK_DIR/node_modules"  # as written
+    copy = dataclasses.replace(task, source=tmp_path / "grading-copy")
+    assert copy.case_env()["OUT"] == f"{tmp_path}/grading-copy/build:{tmp_path}/grading-copy"
+
+
+def test_env_naming_a_task_path_no_case_may_read_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "node_modules").mkdir()
+    text = 'source = "src"\nenv = { NODE_PATH = "${SSE_TASK_DIR}/node_modules" }\n'
+    assert _error(tmp_path, text) == (
+        f"{tmp_path / 'task.toml'}: env.NODE_PATH: names $SSE_TASK_DIR/node_modules, which is in "
+        "neither a check's files nor the top-level files"
+    )
+    pocs_only = 'source = "src"\nenv = { P = "$SSE_TASK_DIR/node_modules" }\n'
+    pocs_only += '[checks.pocs]\nfiles = ["node_modules"]\nrun = "true"\n'
+    assert load_task(_write(tmp_path, pocs_only), CHECKS).case_env() == {
+        "P": f"{tmp_path}/node_modules"
+    }
