@@ -16,8 +16,10 @@ from ssebench.core.check import Check
 from ssebench.core.errors import ConfigError
 
 DEFAULT_TIMEOUT = 3600.0
-_TOP_KEYS = {"source", "checks", "files", "env", "network"}
+_TOP_KEYS = {"source", "checks", "files", "env", "network", "image"}
 _TABLE_KEYS = {"run", "cases", "timeout", "files"}
+# A Docker image reference: never empty, never read as a flag of `docker run` (no leading -).
+_IMAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]*")
 # $SSE_TASK_DIR/<path> or ${SSE_TASK_DIR}/<path>, the path up to what ends a shell word.
 _TASK_PATH = re.compile(r"\$(?:SSE_TASK_DIR\b|\{SSE_TASK_DIR\})/([^\s'\"`;|&<>()$\\]*)")
 
@@ -43,6 +45,7 @@ class Task:
     files: tuple[Path, ...] = ()  # task files every case may read
     env: dict[str, str] = field(default_factory=dict)  # added to every case's environment
     network: bool = False  # cases may reach the host network (TCP)
+    image: str | None = None  # the task's environment under `grade --backend docker`
 
     @property
     def directory(self) -> Path:
@@ -121,7 +124,11 @@ def load_task(task: Path, checks: tuple[Check, ...] | list[Check]) -> Task:
     network = data.get("network", False)
     if not isinstance(network, bool):
         raise fail("network", f"must be true or false (got {network!r})")
-    loaded_task = Task(path, source, loaded, files, _env(data.get("env", {}), fail), network)
+    image = data.get("image")
+    if image is not None and not (isinstance(image, str) and _IMAGE.fullmatch(image)):
+        raise fail("image", f'must be a Docker image name, e.g. "debian:12" (got {image!r})')
+    env = _env(data.get("env", {}), fail)
+    loaded_task = Task(path, source, loaded, files, env, network, image=image)
     _check_references(loaded_task, fail)
     return loaded_task
 

@@ -363,3 +363,21 @@ def test_a_source_tree_holding_the_task_is_refused(tmp_path: Path) -> None:
         f"{tmp_path / 'task.toml'}: source: {tmp_path} holds the task folder; the task must lie "
         "outside it"
     )
+
+
+def test_image_names_the_tasks_environment(tmp_path: Path) -> None:
+    assert load_task(_write(tmp_path, 'source = "src"\n'), CHECKS).image is None
+    text = 'source = "src"\nimage = "registry.example/tasks/c-rle:1"\n'
+    assert load_task(_write(tmp_path, text), CHECKS).image == "registry.example/tasks/c-rle:1"
+
+
+@pytest.mark.parametrize(
+    ("image", "shown"),
+    [('""', "''"), ('"--privileged"', "'--privileged'"), ('"a b"', "'a b'"), ("3", "3"),
+     ('["x"]', "['x']")],
+)  # fmt: skip
+def test_an_image_that_is_no_image_name_is_one_line(tmp_path: Path, image: str, shown: str) -> None:
+    assert _error(tmp_path, f'source = "src"\nimage = {image}\n') == (
+        f'{tmp_path / "task.toml"}: image: must be a Docker image name, e.g. "debian:12" '
+        f"(got {shown})"
+    )
