@@ -3,6 +3,8 @@
 # root, Docker's default seccomp profile and capabilities), without Docker Hub:
 #   ssebench-base:bookworm  Debian bookworm from debootstrap (Python 3.11, gcc with ASan, make)
 #   ssebench-test:latest    the base with this checkout's wheel and its test tools in /venv
+#   ssebench-task:bookworm  the base without git: a task's environment as benchmarks ship one
+#                           (the examples' image for `grade --backend docker`; no ssebench in it)
 # Installs docker.io and debootstrap and starts dockerd when they are missing (root only).
 # Each step is skipped when done; the rootfs is cached in $SSEBENCH_DOCKER_CACHE.
 #   bash scripts/container.sh          # build both images
@@ -48,6 +50,10 @@ if [ "$($docker image inspect --format '{{index .Config.Labels "ssebench.rootfs"
         --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
         --change 'ENV LANG=C.UTF-8' - "$base" >/dev/null
 fi
+
+say "building ssebench-task:bookworm"
+printf 'FROM %s\nRUN dpkg --purge git git-man && ! command -v git\n' "$base" |
+    $docker build -q -t ssebench-task:bookworm - >/dev/null
 
 # The container cannot reach a package index: everything it installs is a wheel built here.
 context=$(mktemp -d)

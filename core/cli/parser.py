@@ -7,6 +7,7 @@ import math
 from importlib.metadata import version
 from pathlib import Path
 
+from ssebench.core.backends import BACKEND_HELP, BACKENDS
 from ssebench.core.levels import LevelError, parse_level
 from ssebench.core.settings import DAEMON_API_HELP, DAEMON_APIS
 
@@ -117,6 +118,7 @@ def _count(raw: str) -> int:
 
 def _grading_flags(grade: argparse.ArgumentParser, where: argparse._MutuallyExclusiveGroup) -> None:
     """A patch on a pristine copy (--task with --patch), or a benchmark run (--tasks)."""
+    grade.add_argument("--backend", choices=BACKENDS, default="local", help=BACKEND_HELP)
     grade.add_argument("--patch", type=Path, help="with --task: grade this diff on a scratch copy")
     grade.add_argument(
         "--logs", type=Path, metavar="DIR", help="with --patch: save every case's log here"

@@ -1,0 +1,84 @@
+"""The first thing a grading container runs, with the image's own python3 and nothing else.
+
+It gives ssebench an interpreter of its own, a venv (written by hand: Debian leaves out
+ensurepip, and a venv needs none of it) whose only packages are the read-only copy of ssebench
+mounted at /opt/ssebench: the image's own packages stay out of ssebench's way, and ours out of
+the task's `python3`. The grade runs in it as a child, for two reasons:
+
+- Lifeline: our stdin is a pipe that only the host's grade holds open. When that process ends,
+  however it ends (SIGKILL included), the pipe closes, we exit, and the container goes with us
+  (`docker run --init --rm`): a container never outlives the grade that started it.
+- The logs the grade saved in the host's folder are handed to the host's user afterwards.
+
+Usage: python3 -I boot.py UID:GID LOGS -- ssebench's arguments (LOGS may be "").
+Standard library only: this runs before ssebench can be imported.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+SITE, ABI = "/opt/ssebench/site", "/opt/ssebench/abi"
+VENV = "/opt/ssebench-venv"
+EXIT_HOST_GONE = 137
+
+
+def make_venv(venv: str = VENV, paths: tuple[str, ...] = (ABI, SITE)) -> str:
+    """A venv over this interpreter whose only packages are in `paths` (the compiled part
+    first: it must be this Python's); its python's path."""
+    python = os.path.realpath(sys.executable)
+    version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    site = os.path.join(venv, "lib", f"python{version}", "site-packages")
+    os.makedirs(site, exist_ok=True)
+    os.makedirs(os.path.join(venv, "bin"), exist_ok=True)
+    with open(os.path.join(venv, "pyvenv.cfg"), "w", encoding="utf-8") as cfg:
+        cfg.write(f"home = {os.path.dirname(python)}\ninclude-system-site-packages = false\n")
+        cfg.write(f"version = {'.'.join(map(str, sys.version_info[:3]))}\n")
+    with open(os.path.join(site, "ssebench.pth"), "w", encoding="utf-8") as pth:
+        pth.write("".join(f"{path}\n" for path in paths))
+    link = os.path.join(venv, "bin", "python")
+    if not os.path.lexists(link):
+        os.symlink(python, link)
+    return link
+
+
+def _lifeline() -> None:
+    """Exit the moment the host's grade is gone; the container's init then ends the rest."""
+    while os.read(sys.stdin.fileno(), 65536):
+        pass
+    os._exit(EXIT_HOST_GONE)
+
+
+def _hand_over(logs: str, owner: str) -> None:
+    uid, _, gid = owner.partition(":")
+    if not logs or (uid, gid) == ("0", "0"):
+        return
+    for folder, _, names in os.walk(logs):
+        for path in [folder, *(os.path.join(folder, name) for name in names)]:
+            os.lchown(path, int(uid), int(gid))
+
+
+def main(argv: list[str]) -> int:
+    owner, logs, separator, *args = argv
+    assert separator == "--", "usage: boot.py UID:GID LOGS -- ARGS"
+    python = make_venv()
+    argv = [python, "-I", "-m", "ssebench.core.cli", *args]
+    child = subprocess.Popen(argv, stdin=subprocess.DEVNULL)  # the lifeline is ours alone
+
+    def forward(signum: int, frame: object) -> None:
+        child.send_signal(signum)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, forward)
+    threading.Thread(target=_lifeline, daemon=True).start()
+    code = child.wait()
+    _hand_over(logs, owner)
+    return 128 - code if code < 0 else code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
