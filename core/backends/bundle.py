@@ -24,11 +24,13 @@ import shutil
 import sys
 import sysconfig
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+UNUSED_SECONDS = 86400.0
 FORMAT = "1"  # bumped when the layout changes, so an old cache is never taken for a new one
 _PLUGINS = "ssebench.checks"
 _SKIP = re.compile(r"(^|/)(__pycache__|__editable__[^/]*)(/|$)|\.pyc$")
@@ -141,9 +143,22 @@ def ensure_bundle(cache: Path | None = None) -> Bundle:
         info = source.stat()
         digest.update(f"{target}\0{info.st_size}\0{info.st_mtime_ns}\0".encode())
     root = (cache or cache_dir()) / "bundles" / digest.hexdigest()[:24]
-    if not root.is_dir():
+    if root.is_dir():
+        with contextlib.suppress(OSError):
+            os.utime(root)  # in use: see _prune
+    else:
         _build(root, planned, ext_suffix)
+        _prune(root.parent)
     return Bundle(root, tuple(compiled))
+
+
+def _prune(bundles: Path) -> None:
+    """Copies unused for a day go: an edited checkout makes one per edit. (A grade that still
+    runs on one used it when it started, and no grade lasts a day.)"""
+    for old in bundles.iterdir():
+        with contextlib.suppress(OSError):
+            if time.time() - old.stat().st_mtime > UNUSED_SECONDS:
+                shutil.rmtree(old)
 
 
 def _build(root: Path, planned: list[tuple[Path, Path]], ext_suffix: str) -> None:

@@ -16,11 +16,13 @@ import shutil
 import signal
 import subprocess
 import time
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ssebench.core.backends.bundle import host_suffix
 from ssebench.testing import task_toml
 from ssebench.testing.images import TASK_IMAGE, containers_with, docker_missing, with_image
 from ssebench.testing.servers import ssebench_argv
@@ -197,3 +199,44 @@ def test_what_cannot_be_graded_in_docker_is_an_error_line_each(
         "machine (ssebench pulls nothing: build or load it first)",
     }
     assert json.loads(done.stdout)["resolved_ids"] == ["default/ok"]
+
+
+OTHER_PYTHON = "ssebench-py:trixie"  # Debian 13: python3 3.13 and nothing else
+
+
+@pytest.mark.skipif(docker_missing(OTHER_PYTHON) is not None, reason=f"no image {OTHER_PYTHON}")
+def test_an_image_of_another_python_grades_alike(run_cli: RunCli, tmp_path: Path) -> None:
+    """Its compiled part is fetched once (from the package index) into a cache of its own."""
+    task = tmp_path / "task"
+    (task / "src").mkdir(parents=True)
+    (task / "src" / "state.txt").write_text("bug\n")
+    checks = {"build": "grep -q fixed state.txt", "functional": "test -s state.txt"}
+    (task / "task.toml").write_text(f'image = "{OTHER_PYTHON}"\n' + task_toml(checks))
+    patch = tmp_path / "fix.diff"
+    patch.write_text("--- a/state.txt\n+++ b/state.txt\n@@ -1 +1 @@\n-bug\n+fixed\n")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    answers = []
+    for backend in ("local", "docker", "docker"):
+        done = run_cli("grade", "--task", str(task), "--patch", str(patch), "--backend", backend,
+                       env=env, timeout=600)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        answers.append(untimed(json.loads(done.stdout)))
+    assert answers[0] == answers[1] == answers[2]
+    assert [p.name for p in (tmp_path / "cache/ssebench/bundles").glob("*/abi/*")] == sorted(
+        ["cpython-311-x86_64-linux-gnu.so", "cpython-313-x86_64-linux-gnu.so"]
+    )
+    # Where no index answers, that is one line naming the way out.
+    env = {**env, "XDG_CACHE_HOME": str(tmp_path / "cache2"), "PIP_INDEX_URL": "http://127.0.0.1:9/",
+           "PIP_RETRIES": "0", "PIP_TIMEOUT": "2", "PIP_FIND_LINKS": ""}  # fmt: skip
+    done = run_cli("grade", "--task", str(task), "--patch", str(patch), "--backend", "docker",
+                   env=env, timeout=600)  # fmt: skip
+    assert (done.returncode, done.stdout, done.stderr.count("\n")) == (2, "", 1), done.stderr
+    host, version = host_suffix().strip("."), metadata.version("pydantic_core")
+    python = done.stderr.split(" is ", 1)[1].split(",", 1)[0]
+    assert python.startswith("3.13.")
+    assert done.stderr == (
+        f"ssebench: error: --backend docker: the python3 of {OTHER_PYTHON} is {python}, and "
+        f"ssebench's pydantic_core {version} is built for this machine's ({host}); pip could not "
+        f"fetch one for it (No matching distribution found for pydantic_core=={version}): use an "
+        "image with this machine's Python, or a package index\n"
+    )
