@@ -7,7 +7,9 @@ the task's `python3`. The grade runs in it as a child, for two reasons:
 
 - Lifeline: our stdin is a pipe that only the host's grade holds open. When that process ends,
   however it ends (SIGKILL included), the pipe closes, we exit, and the container goes with us
-  (`docker run --init --rm`): a container never outlives the grade that started it.
+  (`docker run --init --rm`): a container never outlives the grade that started it. (Without
+  `--interactive` stdin is /dev/null, no pipe: then there is no lifeline, and any ssebench
+  command, `run` say, can start this way in an image that lacks ssebench.)
 - The logs the grade saved in the host's folder are handed to the host's user afterwards.
 
 Usage: python3 -I boot.py UID:GID LOGS -- ssebench's arguments (LOGS may be "").
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import os
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -74,7 +77,8 @@ def main(argv: list[str]) -> int:
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, forward)
-    threading.Thread(target=_lifeline, daemon=True).start()
+    if stat.S_ISFIFO(os.fstat(sys.stdin.fileno()).st_mode):
+        threading.Thread(target=_lifeline, daemon=True).start()
     code = child.wait()
     _hand_over(logs, owner)
     return 128 - code if code < 0 else code

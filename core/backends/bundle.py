@@ -80,16 +80,35 @@ def distributions() -> list[metadata.Distribution]:
         if dist.read_text("RECORD") is not None
     }
     plugins = {ep.dist.metadata["Name"] for ep in metadata.entry_points(group=_PLUGINS) if ep.dist}
-    wanted, seen = ["ssebench", *sorted(plugins)], set()
+    wanted: list[tuple[str, frozenset[str]]] = [
+        (name, frozenset()) for name in ["ssebench", *plugins]
+    ]
+    seen: set[tuple[str, frozenset[str]]] = set()
     while wanted:
-        name = _key(wanted.pop())
-        if name in seen or name not in found:
+        name, extras = wanted.pop()
+        if (_key(name), extras) in seen or _key(name) not in found:
             continue
-        seen.add(name)
-        for requirement in found[name].requires or []:
-            if "extra" not in requirement.partition(";")[2]:
-                wanted.append(re.split(r"[\s\[<>=!~;(@]", requirement, maxsplit=1)[0])
-    return [found[name] for name in sorted(seen)]
+        seen.add((_key(name), extras))
+        for requirement in found[_key(name)].requires or []:
+            if _wanted(requirement, extras):
+                wanted.append(_named(requirement))
+    return [found[name] for name in sorted({name for name, _ in seen})]
+
+
+def _wanted(requirement: str, extras: frozenset[str]) -> bool:
+    """Whether a requirement counts: no extra in its marker, or one of `extras`. Other markers
+    (python_version, ...) are not judged: a distribution too many costs a few files."""
+    marker = requirement.partition(";")[2]
+    named = re.findall(r"""extra\s*==\s*["']([^"']+)["']""", marker)
+    return not named or bool(extras & {_key(extra) for extra in named})
+
+
+def _named(requirement: str) -> tuple[str, frozenset[str]]:
+    """`name[extra, ...] >= 1; marker` as (name, its extras)."""
+    match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[([^\]]*)\])?", requirement)
+    assert match is not None, requirement
+    extras = frozenset(_key(e) for e in (match[2] or "").split(",") if e.strip())
+    return match[1], extras
 
 
 def _editable_roots(dist: metadata.Distribution, record: Path) -> Iterator[tuple[Path, Path]]:

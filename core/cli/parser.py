@@ -104,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     _serve_flags(command("serve", SERVE_HELP))
     run = command("run", RUN_HELP)
     _serve_flags(run)
+    _prediction_flags(run)
     run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD...")
     config = command("mcp-config", CONFIG_HELP)
     config.add_argument("agent", choices=("claude", "codex", "json"))
@@ -137,6 +138,21 @@ def _grading_flags(grade: argparse.ArgumentParser, where: argparse._MutuallyExcl
     )
     grade.add_argument(
         "--shard", metavar="I/N", help="with --tasks: every N-th prediction from the I-th (from 0)"
+    )
+
+
+def _prediction_flags(run: argparse.ArgumentParser) -> None:
+    """The agent's result as a line of the predictions file a benchmark run grades."""
+    run.add_argument(
+        "--prediction-out",
+        type=Path,
+        metavar="FILE",
+        help="when CMD ends, write the change to the task's tree as a prediction line "
+        '({"task", "model", "patch"}) for grade --tasks',
+    )
+    run.add_argument("--model", help="with --prediction-out: its model (default: default)")
+    run.add_argument(
+        "--task-id", help="with --prediction-out: its task id (default: the task folder's name)"
     )
 
 

@@ -16,13 +16,14 @@ import shutil
 import signal
 import subprocess
 import time
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ssebench.core.backends.bundle import host_suffix
+from ssebench.core.backends.boot import ABI, SITE
+from ssebench.core.backends.bundle import ensure_bundle, host_suffix
+from ssebench.core.backends.docker import BOOT
 from ssebench.testing import task_toml
 from ssebench.testing.images import TASK_IMAGE, containers_with, docker_missing, with_image
 from ssebench.testing.servers import ssebench_argv
@@ -231,12 +232,38 @@ def test_an_image_of_another_python_grades_alike(run_cli: RunCli, tmp_path: Path
     done = run_cli("grade", "--task", str(task), "--patch", str(patch), "--backend", "docker",
                    env=env, timeout=600)  # fmt: skip
     assert (done.returncode, done.stdout, done.stderr.count("\n")) == (2, "", 1), done.stderr
-    host, version = host_suffix().strip("."), metadata.version("pydantic_core")
+    host, (name, version) = host_suffix().strip("."), ensure_bundle().compiled[0]
     python = done.stderr.split(" is ", 1)[1].split(",", 1)[0]
     assert python.startswith("3.13.")
     assert done.stderr == (
         f"ssebench: error: --backend docker: the python3 of {OTHER_PYTHON} is {python}, and "
-        f"ssebench's pydantic_core {version} is built for this machine's ({host}); pip could not "
-        f"fetch one for it (No matching distribution found for pydantic_core=={version}): use an "
+        f"ssebench's {name} {version} is built for this machine's ({host}); pip could not "
+        f"fetch one for it (No matching distribution found for {name}=={version}): use an "
         "image with this machine's Python, or a package index\n"
     )
+
+
+def test_a_task_container_makes_the_prediction_that_grades_in_docker(
+    run_cli: RunCli, tasks: Path, tmp_path: Path
+) -> None:
+    """The agent's side in the task's own image (no git, no ssebench installed): `ssebench
+    run --prediction-out` started through boot.py, the agent's change graded in Docker."""
+    agent, out = tmp_path / "agent", tmp_path / "out"
+    shutil.copytree(EXAMPLES / "c-rle", agent, ignore=BUILD_OUTPUTS)
+    out.mkdir()
+    made = ensure_bundle()
+    mounts = [f"{made.site}:{SITE}:ro", f"{made.abi(host_suffix())}:{ABI}:ro",
+              f"{agent}:/task", f"{out}:/out"]  # fmt: skip
+    work = "cd /task/src && patch -s -p1 < ../fix.patch && make -s >/dev/null"
+    done = subprocess.run(
+        ["docker", "run", "--rm", "--init", "--network", "none", "--entrypoint", "python3",
+         *(arg for mount in mounts for arg in ("-v", mount)), TASK_IMAGE, "-I", BOOT, "0:0", "",
+         "--", "run", "--task", "/task", "--prediction-out", "/out/p.jsonl", "--model",
+         "in-docker", "--task-id", "c-rle", "--", "bash", "-c", work],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    graded = run_cli("grade", "--tasks", str(tasks), "--predictions", str(out / "p.jsonl"),
+                     "--out", str(tmp_path / "graded"), "--backend", "docker")  # fmt: skip
+    assert graded.returncode == 0, graded.stderr
+    assert json.loads(graded.stdout)["resolved_ids"] == ["in-docker/c-rle"]
