@@ -17,7 +17,6 @@ import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -28,8 +27,9 @@ from ssebench.testing import task_toml
 from ssebench.testing.images import TASK_IMAGE, containers_with, docker_missing, with_image
 from ssebench.testing.servers import ssebench_argv
 
-from .test_batch import RunCli, results
-from .test_grade_patch import BUILD_OUTPUTS, EXAMPLES, tree_hash
+from .runs import RunCli, graded, untimed
+from .test_batch import results
+from .test_grade_patch import BUILD_OUTPUTS, EXAMPLES
 
 MISSING = docker_missing()
 pytestmark = [
@@ -58,33 +58,6 @@ def predictions(tasks: Path, path: Path) -> Path:
             lines.append(json.dumps({"task": task, "model": model, "patch": patch}))
     path.write_text("\n".join(lines) + "\n")
     return path
-
-
-def untimed(data: Any) -> Any:
-    """`data` without its timings: every field but `seconds`."""
-    if isinstance(data, dict):
-        return {key: untimed(value) for key, value in data.items() if key != "seconds"}
-    if isinstance(data, list):
-        return [untimed(value) for value in data]
-    return data
-
-
-def graded(run_cli: RunCli, tasks: Path, preds: Path, out: Path, backend: str) -> dict[str, Any]:
-    """A whole run with -j 2; what it left in `out`, every timing taken out."""
-    before = tree_hash(tasks)
-    done = run_cli("grade", "--tasks", str(tasks), "--predictions", str(preds), "--out", str(out),
-                   "-j", "2", "--backend", backend, timeout=600)  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert tree_hash(tasks) == before
-    left: dict[str, Any] = {"summary": json.loads((out / "summary.json").read_text())}
-    for result in sorted(out.glob("*/*/result.json")):
-        folder = result.parent
-        left[folder.relative_to(out).as_posix()] = {
-            "result": untimed(json.loads(result.read_text())),
-            "patch": (folder / "patch.diff").read_text(),
-            "logs": sorted(p.name for p in (folder / "logs").glob("*")),
-        }
-    return left
 
 
 def test_both_backends_agree_on_every_example_verdict(
