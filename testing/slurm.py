@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ssebench.core.cli.run import stop
 from ssebench.testing.servers import free_port
 
 DAEMONS = ("slurmctld", "slurmd", "munged", "sbatch", "sinfo")
@@ -95,20 +96,15 @@ def one_node_cluster(folder: Path, cpus: int | None = None) -> Iterator[Cluster]
             ["slurmctld", "-D", "-c", "-f", str(conf)],
             ["slurmd", "-D", "-N", NODE, "-f", str(conf)],
         ):  # fmt: skip
-            started.append(subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
-                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))  # fmt: skip
+            quiet = subprocess.DEVNULL  # each keeps a log file in `folder`
+            started.append(subprocess.Popen(argv, env=env, stdin=quiet, stdout=quiet, stderr=quiet))
             if argv[0] == "munged":
                 _wait(lambda: (munge / "socket").exists(), "munged", folder)
         _wait(lambda: _idle(env), "the node", folder)
         yield Cluster(folder, env)
     finally:
         for proc in reversed(started):
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop(proc)
 
 
 def _idle(env: dict[str, str]) -> bool:
