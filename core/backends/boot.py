@@ -23,6 +23,7 @@ import signal
 import stat
 import subprocess
 import sys
+import sysconfig
 import threading
 
 SITE, ABI = "/opt/ssebench/site", "/opt/ssebench/abi"
@@ -30,9 +31,18 @@ VENV = "/opt/ssebench-venv"
 EXIT_HOST_GONE = 137
 
 
-def make_venv(venv: str = VENV, paths: tuple[str, ...] = (ABI, SITE)) -> str:
+def _abi() -> str:
+    """The compiled part: ABI itself, or its folder for this Python where ABI holds a whole
+    copy's (`python -m ssebench.core.backends.bundle DEST` writes one per EXT_SUFFIX)."""
+    suffix = (sysconfig.get_config_var("EXT_SUFFIX") or ".so").strip(".")
+    own = os.path.join(ABI, suffix)
+    return own if os.path.isdir(own) else ABI
+
+
+def make_venv(venv: str = VENV, paths: tuple[str, ...] | None = None) -> str:
     """A venv over this interpreter whose only packages are in `paths` (the compiled part
     first: it must be this Python's); its python's path."""
+    paths = paths if paths is not None else (_abi(), SITE)
     python = os.path.realpath(sys.executable)
     version = f"{sys.version_info[0]}.{sys.version_info[1]}"
     site = os.path.join(venv, "lib", f"python{version}", "site-packages")
