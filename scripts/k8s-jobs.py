@@ -14,7 +14,7 @@ the Job for an image grades the prediction numbered SHARDS[i] as the one shard o
 per image: a pod runs in the task's own image (its toolchain), so one Job per image keeps the
 Jobs few (not one per prediction) while every pod still grades one prediction, retried alone.
 ssebench comes in through an init container of IMAGE that writes its copy into an emptyDir
-(`python -m ssebench.core.backends.bundle`); the task images need python3 of the same version.
+(`python -m ssebench.core.backends.export`); the task images need python3 of the same version.
 Prints JSON (kubectl takes it as it takes YAML); exit 2, one line, for a task without an image.
 """
 
@@ -84,7 +84,7 @@ def job(image: str, numbers: list[int], total: int, args: argparse.Namespace) ->
     bring = {
         "name": "ssebench",
         "image": args.ssebench_image,
-        "command": ["python3", "-m", "ssebench.core.backends.bundle", "/opt/ssebench"],
+        "command": ["python3", "-m", "ssebench.core.backends.export", "/opt/ssebench"],
         "volumeMounts": [{"name": "ssebench", "mountPath": "/opt/ssebench"}],
     }
     pod = {

@@ -5,8 +5,9 @@ a copy of the distributions this ssebench runs with: its own, its dependencies',
 check plugin's (entry points are how checks are found, so their metadata comes too). Why a copy of
 the installed files and not a wheelhouse: it needs no index and no build step (these machines
 reach no registry), and a container grades with exactly the code and checks a local grade uses.
-The copy is made once and named by what it holds (every file's path, size and time), so an
-upgrade or an edited checkout makes a new one and a container never sees a copy half made.
+The copy is made once and named by what it holds (each distribution's RECORD, and for an
+editable install every source file's path, size and time), so an upgrade or an edited checkout
+makes a new one, and a container never sees a copy half made.
 
 Pure-Python files serve any python3; compiled modules only a Python of the same EXT_SUFFIX, so
 the distributions that have them are kept apart, under `abi/<EXT_SUFFIX>` (see abi.py for
@@ -18,10 +19,10 @@ from __future__ import annotations
 import ast
 import contextlib
 import hashlib
+import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import sysconfig
 import tempfile
@@ -32,7 +33,8 @@ from importlib import metadata
 from pathlib import Path
 
 UNUSED_SECONDS = 86400.0
-FORMAT = "1"  # bumped when the layout changes, so an old cache is never taken for a new one
+FORMAT = "2"  # bumped when the layout changes, so an old cache is never taken for a new one
+COMPILED = "compiled.json"  # [[name, version], ...] of the distributions with compiled modules
 _PLUGINS = "ssebench.checks"
 _SKIP = re.compile(r"(^|/)(__pycache__|__editable__[^/]*)(/|$)|\.pyc$")
 
@@ -146,30 +148,37 @@ def _compiled(listed: list[tuple[Path, Path]]) -> bool:
     return any(target.name.endswith(host_suffix()) for _, target in listed)
 
 
+def _fingerprint(dist: metadata.Distribution) -> str:
+    """What names a distribution's files: its RECORD (rewritten by every install), and for an
+    editable install each source file's path, size and time. Cheap: no installed file is read."""
+    record = dist.read_text("RECORD") or ""
+    parts = [dist.metadata["Name"], dist.version, hashlib.sha256(record.encode()).hexdigest()]
+    base = Path(str(dist.locate_file("")))
+    for line in record.splitlines():
+        entry = line.split(",", 1)[0]
+        if entry.startswith("__editable__") and entry.endswith("_finder.py"):
+            for folder, _ in _editable_roots(dist, base / entry):
+                for found in sorted(folder.rglob("*")):
+                    info = found.stat()
+                    parts.append(f"{found}\0{info.st_size}\0{info.st_mtime_ns}")
+    return "\0".join(parts)
+
+
 def ensure_bundle(cache: Path | None = None) -> Bundle:
     """The copy of this ssebench in `cache` (default cache_dir()), made now if it is not there."""
-    planned: list[tuple[Path, Path]] = []  # (source, target inside the bundle)
-    compiled = []
+    dists = distributions()
     ext_suffix = host_suffix()
-    for dist in distributions():
-        listed = list(files(dist))
-        part = Path("site")
-        if _compiled(listed):
-            compiled.append((dist.metadata["Name"], dist.version))
-            part = Path("abi", ext_suffix.strip("."))
-        planned += [(source, part / target) for source, target in listed]
     digest = hashlib.sha256(f"{FORMAT}\0{ext_suffix}\0".encode())
-    for source, target in sorted(planned, key=lambda pair: pair[1]):
-        info = source.stat()
-        digest.update(f"{target}\0{info.st_size}\0{info.st_mtime_ns}\0".encode())
+    for dist in dists:
+        digest.update(_fingerprint(dist).encode() + b"\0")
     root = (cache or cache_dir()) / "bundles" / digest.hexdigest()[:24]
-    if root.is_dir():
-        with contextlib.suppress(OSError):
-            os.utime(root)  # in use: see _prune
-    else:
-        _build(root, planned, ext_suffix)
+    if not root.is_dir():
+        _build(root, dists, ext_suffix)
         _prune(root.parent)
-    return Bundle(root, tuple(compiled))
+    with contextlib.suppress(OSError):
+        os.utime(root)  # in use: see _prune
+    compiled = json.loads((root / COMPILED).read_text(encoding="utf-8"))
+    return Bundle(root, tuple((name, version) for name, version in compiled))
 
 
 def _prune(bundles: Path) -> None:
@@ -181,11 +190,21 @@ def _prune(bundles: Path) -> None:
                 shutil.rmtree(old)
 
 
-def _build(root: Path, planned: list[tuple[Path, Path]], ext_suffix: str) -> None:
+def _build(root: Path, dists: list[metadata.Distribution], ext_suffix: str) -> None:
     """Copy into a folder of our own, then rename: a reader sees all of it or none."""
+    planned: list[tuple[Path, Path]] = []  # (source, target inside the bundle)
+    compiled = []
+    for dist in dists:
+        listed = list(files(dist))
+        part = Path("site")
+        if _compiled(listed):
+            compiled.append((dist.metadata["Name"], dist.version))
+            part = Path("abi", ext_suffix.strip("."))
+        planned += [(source, part / target) for source, target in listed]
     root.parent.mkdir(parents=True, exist_ok=True)
     partial = Path(tempfile.mkdtemp(prefix=".partial-", dir=root.parent))
     try:
+        (partial / COMPILED).write_text(json.dumps(compiled), encoding="utf-8")
         (partial / "abi" / ext_suffix.strip(".")).mkdir(parents=True)  # even with none compiled
         for source, target in planned:
             (partial / target).parent.mkdir(parents=True, exist_ok=True)
@@ -196,47 +215,3 @@ def _build(root: Path, planned: list[tuple[Path, Path]], ext_suffix: str) -> Non
             os.rename(partial, root)
     finally:
         shutil.rmtree(partial, ignore_errors=True)
-
-
-_GIT = """#!/bin/sh
-# git as it is on the machine that wrote this copy, with its own libraries and loader
-here=$(cd "$(dirname "$0")/.." && pwd)
-exec "$here/git/lib/{loader}" --library-path "$here/git/lib" "$here/git/git" "$@"
-"""
-
-
-def bring_git(dest: Path) -> None:
-    """git, with the libraries it loads and their loader, into `dest` (run as `dest/bin/git`):
-    a grade applies patches with git, and task images often have none. Nothing when this
-    machine has no git either."""
-    git = shutil.which("git")
-    if git is None:
-        return
-    listed = subprocess.run(["ldd", git], capture_output=True, text=True, check=True).stdout
-    libraries = re.findall(r"(/\S+) \(0x", listed)  # each `=> /path (0x...)`, the loader too
-    (dest / "git" / "lib").mkdir(parents=True, exist_ok=True)
-    for library in libraries:
-        shutil.copy2(library, dest / "git" / "lib" / Path(library).name)
-    shutil.copy2(git, dest / "git" / "git")
-    loader = next(Path(lib).name for lib in libraries if "/ld-" in lib)
-    (dest / "bin").mkdir(exist_ok=True)
-    (dest / "bin" / "git").write_text(_GIT.format(loader=loader))
-    (dest / "bin" / "git").chmod(0o755)
-
-
-def main(argv: list[str]) -> int:
-    """`python -m ssebench.core.backends.bundle DEST`: this ssebench's copy written to DEST
-    (`site/`, `abi/<EXT_SUFFIX>/`, and git in `bin/`), for an engine that brings it into task
-    images itself (a Kubernetes init container, say); boot.py then runs it from /opt/ssebench."""
-    if len(argv) != 1:
-        print("usage: python -m ssebench.core.backends.bundle DEST", file=sys.stderr)
-        return 2
-    made = ensure_bundle(Path(tempfile.mkdtemp(prefix="ssebench-bundle-")))
-    shutil.copytree(made.root, argv[0], symlinks=True, dirs_exist_ok=True)
-    shutil.rmtree(made.root.parent.parent, ignore_errors=True)
-    bring_git(Path(argv[0]))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
