@@ -1,4 +1,5 @@
-"""The first thing a grading container runs, with the image's own python3 and nothing else.
+"""The first thing a container of a task's image runs (a grade's, a Kubernetes pod's, an
+agent's under `ssebench run`), with the image's own python3 and nothing else.
 
 It gives ssebench an interpreter of its own, a venv (written by hand: Debian leaves out
 ensurepip, and a venv needs none of it) whose only packages are the read-only copy of ssebench
@@ -80,14 +81,16 @@ def main(argv: list[str]) -> int:
     assert separator == "--", "usage: boot.py UID:GID LOGS -- ARGS"
     python = make_venv()
     argv = [python, "-I", "-m", "ssebench.core.cli", *args]
-    child = subprocess.Popen(argv, stdin=subprocess.DEVNULL)  # the lifeline is ours alone
+    lifeline = stat.S_ISFIFO(os.fstat(sys.stdin.fileno()).st_mode)
+    # The lifeline is ours alone; without one, stdin is the command's (an agent's, say).
+    child = subprocess.Popen(argv, stdin=subprocess.DEVNULL if lifeline else None)
 
     def forward(signum: int, frame: object) -> None:
         child.send_signal(signum)
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, forward)
-    if stat.S_ISFIFO(os.fstat(sys.stdin.fileno()).st_mode):
+    if lifeline:
         threading.Thread(target=_lifeline, daemon=True).start()
     code = child.wait()
     _hand_over(logs, owner)
