@@ -53,7 +53,9 @@ def test_the_copy_holds_the_running_ssebench_and_no_checkout_metadata(tmp_path: 
     ).read_bytes()
     entry_points = next(made.site.glob("ssebench-*.dist-info")) / "entry_points.txt"
     assert "[ssebench.checks]" in entry_points.read_text()
-    assert not list(made.site.rglob("__editable__*")) and not list(made.site.rglob("*.pyc"))
+    assert not list(made.site.rglob("__editable__*"))
+    compiled = {p.parent.parent / (p.name.split(".")[0] + ".py") for p in made.site.rglob("*.pyc")}
+    assert compiled == set(made.site.rglob("*.py"))  # each compiled by the copy, none brought
 
 
 def test_a_mount_of_a_path_with_commas_or_quotes_stays_one_path() -> None:
