@@ -22,6 +22,7 @@ from typing import TextIO
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import backends
 import biglog
 import grading
 import isolation
@@ -37,6 +38,7 @@ BENCHMARKS = {
     "responsiveness": responsiveness,
     "isolation": isolation,
     "grading": grading,
+    "backends": backends,
 }
 BLOCK = re.compile(r"(<!-- figures:begin -->\n).*?(<!-- figures:end -->)", re.DOTALL)
 

@@ -25,10 +25,12 @@ from ssebench.daemon.taskpaths import (
 )
 
 DEFAULT_TIMEOUT = 3600.0
-_TOP_KEYS = {"source", "checks", "files", "env", "network", "readable", "limits"}
+_TOP_KEYS = {"source", "checks", "files", "env", "network", "readable", "limits", "image"}
 _TABLE_KEYS = {"run", "cases", "timeout", "files"}
 # What expands in `env` values: these two, as $NAME or ${NAME}; nothing else (no shell runs).
 _FOLDER = re.compile(r"\$(?:(SSE_TASK_DIR|SSE_SOURCE_DIR)\b|\{(SSE_TASK_DIR|SSE_SOURCE_DIR)\})")
+# A Docker image reference: never empty, never read as a flag of `docker run` (no leading -).
+_IMAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]*")
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,7 @@ class Task:
     network: bool = False  # cases may reach the host network (TCP)
     readable: tuple[Path, ...] = ()  # system paths beyond the usual ones a toolchain needs
     limits: Limits = field(default_factory=Limits)
+    image: str | None = None  # the task's environment under `grade --backend docker`
 
     @property
     def directory(self) -> Path:
@@ -132,6 +135,9 @@ def load_task(task: Path, checks: tuple[Check, ...] | list[Check]) -> Task:
     network = data.get("network", False)
     if not isinstance(network, bool):
         raise fail("network", f"must be true or false (got {network!r})")
+    image = data.get("image")
+    if image is not None and not (isinstance(image, str) and _IMAGE.fullmatch(image)):
+        raise fail("image", f'must be a Docker image name, e.g. "debian:12" (got {image!r})')
     loaded_task = Task(
         path,
         source,
@@ -141,6 +147,7 @@ def load_task(task: Path, checks: tuple[Check, ...] | list[Check]) -> Task:
         network,
         readable_paths(data.get("readable", []), path, fail),
         _limits(data.get("limits", {}), fail),
+        image,
     )
     check_references(loaded_task, fail)
     return loaded_task

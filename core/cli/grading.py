@@ -12,8 +12,9 @@ import shutil
 import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from ssebench.core.backends import isolation_flags
 from ssebench.core.check import Outcome
 from ssebench.core.cli import evaluate
 from ssebench.core.cli.isolation import announce, choose_isolation
@@ -22,7 +23,7 @@ from ssebench.core.errors import ConfigError, PatchError
 from ssebench.core.orchestrator import Progress
 from ssebench.core.registry import Registry, build_registry
 from ssebench.core.report import internal_failure
-from ssebench.daemon.isolation import NONE, Mechanism
+from ssebench.daemon.isolation import Mechanism
 from ssebench.daemon.task import Task, load_task
 
 if TYPE_CHECKING:
@@ -48,6 +49,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
         return _grade_patch(args)
     if args.logs is not None:
         raise ConfigError("--logs saves the logs of a patch's grade: use it with --patch FILE")
+    if args.backend != "local":
+        raise ConfigError("--backend grades a patch on a copy: use it with --patch FILE or --tasks")
     return evaluate.cmd_grade(args)
 
 
@@ -57,9 +60,16 @@ def _announce_once(mechanism: Mechanism, quiet: bool) -> None:
     announce(mechanism, quiet=quiet)
 
 
-def _isolation_options(mechanism: Mechanism) -> list[str]:
-    """The flags that give each grade of a run the mechanism this one chose."""
-    return ["--no-isolation"] if mechanism.name == NONE else ["--isolation", mechanism.name]
+def _run_options(args: argparse.Namespace) -> list[str]:
+    """What each grade of a run is given. Refused here, once, when no mechanism works or Docker
+    does not answer; each grade names its mechanism in its grade.log. In a container the
+    mechanism is chosen there: this machine's may not work inside."""
+    if args.backend == "docker":
+        from ssebench.core.backends import docker
+
+        docker.check_docker(docker.docker_cli())
+        return ["--backend", "docker", *isolation_flags(args.isolation)]
+    return isolation_flags(choose_isolation(args.isolation).name)
 
 
 def run_on_copy(
@@ -133,22 +143,41 @@ def _grade_patch(args: argparse.Namespace) -> int:
     registry = build_registry()
     task = load_task(args.task, registry.checks)
     patch = read_patch(args.patch)
-    logs = logs_folder(args.logs)
-    mechanism = choose_isolation(args.isolation, task, copy=True)
+    args.logs = logs_folder(args.logs)
     try:
-        progress = evaluate.stderr_progress(args.quiet)
-        outcome = run_on_copy(
-            task, patch, registry, progress, mechanism=mechanism, quiet=args.quiet, logs=logs
+        answer = (_docker_grade if args.backend == "docker" else _local_grade)(
+            task, patch, registry, args
         )
     except PatchError as exc:
         print(f"ssebench: the patch does not apply: {exc}", file=sys.stderr)
         answer = patched_grade_json(None, str(exc))
-    else:
-        if outcome is None:
-            return EXIT_INTERNAL
-        answer = patched_grade_json(outcome, None)
+    if isinstance(answer, int):
+        return answer
     print(json.dumps(answer, indent=2))
     return EXIT_OK if answer["resolved"] else EXIT_FAILED
+
+
+def _local_grade(
+    task: Task, patch: bytes, registry: Registry, args: argparse.Namespace
+) -> dict[str, Any] | int:
+    from ssebench.core.grade import patched_grade_json
+
+    mechanism = choose_isolation(args.isolation, task, copy=True)
+    progress = evaluate.stderr_progress(args.quiet)
+    outcome = run_on_copy(
+        task, patch, registry, progress, mechanism=mechanism, quiet=args.quiet, logs=args.logs
+    )
+    return EXIT_INTERNAL if outcome is None else patched_grade_json(outcome, None)
+
+
+def _docker_grade(
+    task: Task, patch: bytes, registry: Registry, args: argparse.Namespace
+) -> dict[str, Any] | int:
+    from ssebench.core.backends import docker
+
+    return docker.grade_patch(
+        task, patch, logs=args.logs, isolation=args.isolation, quiet=args.quiet
+    )
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -217,8 +246,7 @@ def _grade_run(args: argparse.Namespace) -> int:
         args.out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"{args.out}: cannot make the output folder: {exc.strerror}") from None
-    # Refused here, once, when no mechanism works; each grade names it in its grade.log.
-    options = _isolation_options(choose_isolation(args.isolation))
+    options = _run_options(args)
     verdicts = 0  # kept in OUT so far: graded now or reused
 
     async def main() -> list[Graded]:

@@ -11,6 +11,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import TypeVar
 
+from ssebench.core.backends import BACKEND_HELP, BACKENDS
 from ssebench.core.levels import LevelError, parse_level
 from ssebench.core.settings import DAEMON_API_HELP, DAEMON_APIS, daemon_url, positive_seconds
 
@@ -144,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     _serve_flags(command("serve", SERVE_HELP))
     run = command("run", RUN_HELP)
     _serve_flags(run)
+    _prediction_flags(run)
     run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD...")
     config = command("mcp-config", CONFIG_HELP)
     config.add_argument("agent", choices=("claude", "codex", "json"))
@@ -180,6 +182,7 @@ def _count(raw: str) -> int:
 
 def _grading_flags(grade: argparse.ArgumentParser, where: argparse._MutuallyExclusiveGroup) -> None:
     """A patch on a pristine copy (--task with --patch), or a benchmark run (--tasks)."""
+    grade.add_argument("--backend", choices=BACKENDS, default="local", help=BACKEND_HELP)
     grade.add_argument("--patch", type=Path, help="with --task: grade this diff on a scratch copy")
     grade.add_argument(
         "--logs", type=Path, metavar="DIR", help="with --patch: save every case's log here"
@@ -205,6 +208,21 @@ def _grading_flags(grade: argparse.ArgumentParser, where: argparse._MutuallyExcl
         metavar="SECONDS",
         help="with --tasks: the longest one prediction's grade may take; over it, the grade is "
         "stopped, its cases killed, and the prediction is an error (default: no limit)",
+    )
+
+
+def _prediction_flags(run: argparse.ArgumentParser) -> None:
+    """The agent's result as a line of the predictions file a benchmark run grades."""
+    run.add_argument(
+        "--prediction-out",
+        type=Path,
+        metavar="FILE",
+        help="when CMD ends, write the change to the task's tree as a prediction line "
+        '({"task", "model", "patch"}) for grade --tasks',
+    )
+    run.add_argument("--model", help="with --prediction-out: its model (default: default)")
+    run.add_argument(
+        "--task-id", help="with --prediction-out: its task id (default: the task folder's name)"
     )
 
 

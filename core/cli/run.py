@@ -24,7 +24,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import FrameType
 
 import httpx
@@ -147,8 +147,10 @@ def run(
     url: str,
     timeout: float,
     env: dict[str, str],
+    finished: Callable[[int], int] = lambda status: status,
 ) -> int:
-    """Start the server, wait for it, run CMD, stop the server; CMD's status comes back."""
+    """Start the server, wait for it, run CMD, stop the server; CMD's status comes back, passed
+    through `finished` (called only when CMD ran, once the server is stopped)."""
     previous = signal.signal(signal.SIGTERM, _raise_terminated)
     server = subprocess.Popen(
         [*SSEBENCH, "serve", *serve_argv],
@@ -161,9 +163,10 @@ def run(
         failed = wait_for_server(server, url, timeout)
         if failed is not None:
             return failed
-        return run_command(command)
+        status = run_command(command)
     except _Terminated:
         return 128 + signal.SIGTERM
     finally:
         signal.signal(signal.SIGTERM, previous)
         stop(server)
+    return finished(status)

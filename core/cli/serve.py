@@ -15,6 +15,7 @@ from ssebench.core.cli.isolation import announce, choose_isolation
 from ssebench.core.cli.parser import EXIT_OK, MCP_PORT, PUBLIC_HOST
 from ssebench.core.cli.startup import loading
 from ssebench.core.errors import ConfigError
+from ssebench.core.predictions import DEFAULT_MODEL
 from ssebench.core.registry import Registry, build_registry
 from ssebench.core.settings import Settings, load_settings
 from ssebench.daemon.isolation import Mechanism
@@ -162,7 +163,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not command:
         raise ConfigError("run needs a command after --, e.g. ssebench run --task DIR -- agent")
     # The server would refuse the same settings, but checking here never starts it at all.
-    settings = serve_plan(args, confine=False)[0]
+    settings, _, task, _ = serve_plan(args, confine=False)
     serve_argv = [
         *(["--isolation", args.isolation] if args.isolation != "none" else ["--no-isolation"]),
         *(["--task", str(args.task)] if args.task else []),
@@ -179,7 +180,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     # An unspecified address listens on loopback too; the guard accepts 127.0.0.1 as Host.
     probe = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(args.host, args.host)
     url = f"http://{url_host(probe)}:{args.port}/mcp"
-    return run.run(serve_argv, command, url, settings.mcp_timeout, env)
+    if args.prediction_out is None:
+        if args.model is not None or args.task_id is not None:
+            raise ConfigError("--model and --task-id name a prediction: use --prediction-out FILE")
+        return run.run(serve_argv, command, url, settings.mcp_timeout, env)
+    if task is None:
+        raise ConfigError("--prediction-out records the change to a task's tree: use --task DIR")
+    from ssebench.core.cli.prediction import recorded
+
+    with recorded(task, args.prediction_out, args.task_id, args.model or DEFAULT_MODEL) as done:
+        return run.run(serve_argv, command, url, settings.mcp_timeout, env, done)
 
 
 def registration(agent: str, host: str = PUBLIC_HOST, port: int = MCP_PORT) -> str:

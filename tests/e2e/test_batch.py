@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import time
@@ -19,8 +18,9 @@ import pytest
 from ssebench.core.cli.run import SSEBENCH
 from ssebench.testing import task_toml
 
-from .test_grade_patch import BUILD_OUTPUTS, EXAMPLES, tree_hash
-from .test_validate import FIX, SOUND
+from .runs import make_tasks
+from .test_grade_patch import tree_hash
+from .test_validate import FIX
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -29,16 +29,7 @@ RunCli = Callable[..., subprocess.CompletedProcess[str]]
 
 @pytest.fixture(scope="module")
 def tasks(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The C example and two small tasks (fixed by FIX), one folder per task id."""
-    if shutil.which("cc") is None or shutil.which("make") is None:
-        pytest.skip("c-rle needs a C compiler and make")
-    root = tmp_path_factory.mktemp("tasks")
-    shutil.copytree(EXAMPLES / "c-rle", root / "c-rle", ignore=BUILD_OUTPUTS)
-    for name in ("small-a", "small-b"):
-        (root / name / "src").mkdir(parents=True)
-        (root / name / "src" / "state.txt").write_text("bug\n")
-        (root / name / "task.toml").write_text(task_toml(SOUND))
-    return root
+    return make_tasks(tmp_path_factory.mktemp("tasks"))
 
 
 def predictions(tasks: Path, path: Path) -> Path:

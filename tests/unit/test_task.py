@@ -457,3 +457,21 @@ def test_env_naming_a_task_path_no_case_may_read_is_an_error(tmp_path: Path) -> 
     assert load_task(_write(tmp_path, pocs_only), CHECKS).case_env() == {
         "P": f"{tmp_path}/node_modules"
     }
+
+
+def test_image_names_the_tasks_environment(tmp_path: Path) -> None:
+    assert load_task(_write(tmp_path, 'source = "src"\n'), CHECKS).image is None
+    text = 'source = "src"\nimage = "registry.example/tasks/c-rle:1"\n'
+    assert load_task(_write(tmp_path, text), CHECKS).image == "registry.example/tasks/c-rle:1"
+
+
+@pytest.mark.parametrize(
+    ("image", "shown"),
+    [('""', "''"), ('"--privileged"', "'--privileged'"), ('"a b"', "'a b'"), ("3", "3"),
+     ('["x"]', "['x']")],
+)  # fmt: skip
+def test_an_image_that_is_no_image_name_is_one_line(tmp_path: Path, image: str, shown: str) -> None:
+    assert _error(tmp_path, f'source = "src"\nimage = {image}\n') == (
+        f'{tmp_path / "task.toml"}: image: must be a Docker image name, e.g. "debian:12" '
+        f"(got {shown})"
+    )

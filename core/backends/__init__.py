@@ -1,0 +1,15 @@
+"""Where a patch is graded: `local` (the default), on this machine; `docker`, in a fresh
+container of its task's image. A benchmark run is the same either way (each prediction its own
+`grade --patch` process, `-j`, `--shard`, resuming): the backend changes only how that one
+process grades."""
+
+BACKENDS = ("local", "docker")
+BACKEND_HELP = (
+    "where each patch is graded: local (default), on this machine; docker, in a fresh container "
+    "of the task's image (task.toml's image)"
+)
+
+
+def isolation_flags(name: str) -> list[str]:
+    """The flags that ask another grade for the isolation named `name` ("none": unconfined)."""
+    return ["--no-isolation"] if name == "none" else ["--isolation", name]

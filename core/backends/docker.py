@@ -1,0 +1,158 @@
+"""`--backend docker`: a patch graded in a fresh container of its task's image.
+
+The host does what needs the host: it reads task.toml and applies the patch to a scratch copy
+with its own git, hardened as for a local grade (task images often have no git). The container
+gets Docker's default seccomp profile and capabilities, no network, the task folder and the
+patched tree read-only at their paths on the host, ssebench read-only (bundle.py), and only the
+logs folder writable. Inside, on the image's python3, ssebench copies the patched tree once more
+to a scratch folder of the container's own and runs every check there, confined as on a host
+(Landlock: the default profile forbids the namespaces bubblewrap needs). It prints the grade
+JSON, which the host prints as a local grade does. `--init`, `--rm` and boot.py's lifeline see
+that a container never outlives the grade that started it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from ssebench.core.backends import abi, isolation_flags
+from ssebench.core.backends.abi import last_line
+from ssebench.core.backends.boot import ABI, SITE
+from ssebench.core.backends.bundle import cache_dir, ensure_bundle
+from ssebench.core.errors import ConfigError
+from ssebench.daemon.scratch import patched_copy
+from ssebench.daemon.task import Task
+
+BOOT = f"{SITE}/ssebench/core/backends/boot.py"
+ANSWER_SECONDS = 60.0  # docker's own answers: version, inspect
+STOP_SECONDS = 10.0  # a container told to stop (its grade interrupted) gets this long
+EXIT_INTERNAL = 3
+_CONTAINER_NOT_RUN = {125: "docker could not run it", 126: "python3 cannot run", 127: "no python3"}
+
+
+def docker_cli() -> str:
+    """The `docker` command, or one line saying it is missing."""
+    found = shutil.which("docker")
+    if found is None:
+        raise ConfigError("--backend docker needs Docker, and there is no `docker` command")
+    return found
+
+
+def _ask(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=ANSWER_SECONDS)
+    except subprocess.TimeoutExpired:
+        raise ConfigError(f"--backend docker: `{' '.join(argv[1:3])}` got no answer") from None
+
+
+def check_docker(docker: str) -> None:
+    """One line, before anything is graded, when Docker does not answer."""
+    done = _ask([docker, "version", "--format", "{{.Server.Version}}"])
+    if done.returncode != 0:
+        raise ConfigError(f"--backend docker: Docker is not running ({last_line(done.stderr)})")
+
+
+def image_id(docker: str, image: str) -> str:
+    """The image's ID: what the containers run, so a tag moved meanwhile changes nothing."""
+    done = _ask([docker, "image", "inspect", "--format", "{{.Id}}", image])
+    if done.returncode != 0:
+        check_docker(docker)
+        raise ConfigError(
+            f"--backend docker: no image {image!r} on this machine (ssebench pulls nothing: "
+            "build or load it first)"
+        )
+    return done.stdout.strip()
+
+
+def grade_patch(
+    task: Task, patch: bytes, *, logs: Path | None, isolation: str, quiet: bool
+) -> dict[str, Any] | int:
+    """The grade JSON of `patch` on `task`, graded in its image; or the exit status of a grade
+    that gave none (its reason is on stderr). PatchError when the patch does not apply."""
+    if task.image is None:
+        raise ConfigError(
+            f"{task.path}: names no image; --backend docker grades in the task's image "
+            '(image = "NAME" in task.toml)'
+        )
+    docker = docker_cli()
+    ident = image_id(docker, task.image)
+    cache = cache_dir()
+    bundle = ensure_bundle(cache)
+    python = abi.image_python(docker, task.image, ident, cache)
+    compiled = abi.compiled_part(bundle, python, task.image)
+    with patched_copy(task, patch) as copy:
+        if logs is not None:
+            logs.mkdir(parents=True, exist_ok=True)
+        mounts = [
+            (task.directory, task.directory, True),
+            (copy.source, task.source, True),
+            (bundle.site, Path(SITE), True),
+            (compiled, Path(ABI), True),
+            *([(logs, logs, False)] if logs is not None else []),
+        ]
+        grade = ["grade", "--task", str(task.path), "--patch", os.devnull]
+        grade += ["--logs", str(logs)] if logs is not None else []
+        grade += isolation_flags(isolation)
+        grade += ["--quiet"] if quiet else []
+        owner = f"{os.getuid()}:{os.getgid()}"
+        argv = [*_run_flags(docker, mounts), ident, "-I", BOOT, owner, str(logs or ""), "--"]
+        return _answer(_run(docker, [*argv, *grade]), task.image)
+
+
+def _mount(source: Path, target: Path, readonly: bool) -> str:
+    """--mount's CSV: a path holding a comma or a quote is quoted, never split."""
+    fields = ["type=bind", f"source={source}", f"target={target}"]
+    quoted = ['"' + f.replace('"', '""') + '"' if {",", '"'} & set(f) else f for f in fields]
+    return ",".join(quoted + (["readonly"] if readonly else []))
+
+
+def _run_flags(docker: str, mounts: list[tuple[Path, Path, bool]]) -> list[str]:
+    argv = [docker, "run", "--rm", "--interactive", "--init", "--pull", "never"]
+    argv += ["--network", "none", "--user", "0:0", "--workdir", "/", "--entrypoint", "python3"]
+    argv += ["--name", f"ssebench-grade-{secrets.token_hex(6)}", "--label", "ssebench=grade"]
+    for source, target, readonly in mounts:
+        argv += ["--mount", _mount(source, target, readonly)]
+    return argv
+
+
+def _run(docker: str, argv: list[str]) -> tuple[int, bytes]:
+    """Run the container; its exit status and stdout. Its stdin is the lifeline: kept open
+    until it has ended, and closed (so it stops) when we are interrupted or die."""
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        output = proc.stdout.read()
+        return proc.wait(), output
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            name = argv[argv.index("--name") + 1]
+            subprocess.run([docker, "kill", name], capture_output=True, timeout=ANSWER_SECONDS)
+            proc.kill()
+            proc.wait()
+
+
+def _answer(done: tuple[int, bytes], image: str) -> dict[str, Any] | int:
+    code, output = done
+    with contextlib.suppress(ValueError):
+        result = json.loads(output)
+        if code in (0, 1) and isinstance(result, dict) and isinstance(result.get("resolved"), bool):
+            return result
+    if code in _CONTAINER_NOT_RUN:
+        why = _CONTAINER_NOT_RUN[code]
+        print(f"ssebench: error: {image}: {why} (exit status {code})", file=sys.stderr)
+        return EXIT_INTERNAL
+    if code in (0, 1):
+        print(f"ssebench: error: the grade in {image} gave no verdict", file=sys.stderr)
+        return EXIT_INTERNAL
+    return code  # the grade inside said why (2 a task's or a setting's error, 3 an internal one)

@@ -1,0 +1,92 @@
+"""What `--backend docker` brings into an image, tested without Docker: the copy of ssebench
+runs on a bare interpreter through boot.py's venv, is made once, and a container's mounts and
+another Python's wheels are read as data only."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from importlib import metadata
+from pathlib import Path
+
+from ssebench.core.backends import abi, boot, bundle, docker
+from ssebench.testing.servers import run_ssebench
+
+
+def test_the_copy_runs_ssebench_on_an_interpreter_that_has_nothing_installed(
+    tmp_path: Path,
+) -> None:
+    made = bundle.ensure_bundle(tmp_path / "cache")
+    assert bundle.ensure_bundle(tmp_path / "cache") == made  # made once
+    assert [p.name for p in made.root.parent.iterdir()] == [made.root.name]  # nothing half made
+    assert ("pydantic_core", metadata.version("pydantic_core")) in made.compiled
+    python = boot.make_venv(str(tmp_path / "venv"), (str(made.abi(bundle.host_suffix())),
+                                                     str(made.site)))  # fmt: skip
+    assert os.path.realpath(python) == os.path.realpath(sys.executable)  # a bare interpreter
+    done = subprocess.run(
+        [python, "-I", "-m", "ssebench.core.cli", "plugins"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=60,
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == run_ssebench("plugins").stdout
+    seen = subprocess.run(
+        [python, "-I", "-c", "import sys; print([p for p in sys.path if 'site-packages' in p])"],
+        capture_output=True, text=True, timeout=60,
+    ).stdout  # fmt: skip
+    assert seen == f"{[os.path.join(tmp_path, 'venv', 'lib', site_folder(), 'site-packages')]}\n"
+
+
+def site_folder() -> str:
+    return f"python{sys.version_info[0]}.{sys.version_info[1]}"
+
+
+def test_the_copy_holds_the_running_ssebench_and_no_checkout_metadata(tmp_path: Path) -> None:
+    names = {dist.metadata["Name"] for dist in bundle.distributions()}
+    assert {"ssebench", "pluggy", "pydantic", "py-landlock"} <= names
+    assert not {"pytest", "ruff", "mypy"} & names  # extras stay out
+    made = bundle.ensure_bundle(tmp_path / "cache")
+    here = Path(bundle.__file__).parent
+    assert (made.site / "ssebench/core/backends/bundle.py").read_bytes() == (
+        here / "bundle.py"
+    ).read_bytes()
+    entry_points = next(made.site.glob("ssebench-*.dist-info")) / "entry_points.txt"
+    assert "[ssebench.checks]" in entry_points.read_text()
+    assert not list(made.site.rglob("__editable__*"))
+    compiled = {p.parent.parent / (p.name.split(".")[0] + ".py") for p in made.site.rglob("*.pyc")}
+    assert compiled == set(made.site.rglob("*.py"))  # each compiled by the copy, none brought
+
+
+def test_a_mount_of_a_path_with_commas_or_quotes_stays_one_path() -> None:
+    assert docker._mount(Path("/a,b"), Path('/c"d'), True) == (
+        'type=bind,"source=/a,b","target=/c""d",readonly'
+    )
+    assert docker._mount(Path("/a"), Path("/b"), False) == "type=bind,source=/a,target=/b"
+
+
+def test_another_pythons_wheels_unpack_as_they_install(tmp_path: Path) -> None:
+    wheel = tmp_path / "x.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("pkg/__init__.py", "A = 1\n")
+        archive.writestr("pkg-1.dist-info/METADATA", "Name: pkg\n")
+        archive.writestr("pkg-1.data/platlib/ext.so", "binary")
+        archive.writestr("pkg-1.data/scripts/tool", "#!/bin/sh\n")
+        archive.writestr("../escape.py", "no")
+        archive.writestr("/abs.py", "no")
+    into = tmp_path / "into"
+    into.mkdir()
+    abi._unpack(wheel, into)
+    found = sorted(p.relative_to(into).as_posix() for p in into.rglob("*") if p.is_file())
+    assert found == ["ext.so", "pkg-1.dist-info/METADATA", "pkg/__init__.py"]
+    assert not (tmp_path / "escape.py").exists()
+
+
+def test_the_platforms_pip_may_take_for_an_image() -> None:
+    glibc = abi.ImagePython((3, 13, 5), ".cpython-313-x86_64-linux-gnu.so", "x86_64", "2.7")
+    assert abi._platforms(glibc) == [
+        "manylinux_2_7_x86_64", "manylinux_2_6_x86_64", "manylinux_2_5_x86_64",
+        "manylinux1_x86_64",
+    ]  # fmt: skip
+    musl = abi.ImagePython((3, 12, 1), ".cpython-312-x86_64-linux-musl.so", "x86_64", "")
+    assert abi._platforms(musl) == ["musllinux_1_1_x86_64", "musllinux_1_2_x86_64"]
