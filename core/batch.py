@@ -188,6 +188,8 @@ def _earlier(item: Prediction, out: Path, graded_with: dict[str, Any]) -> Graded
     for key, why in (("patch_sha256", "the patch changed"), ("task_sha256", "the task changed")):
         if graded_with[key] is None or recorded.get(key) != graded_with[key]:
             return why
+    if graded_with["grader"] is None or recorded.get("grader") != graded_with["grader"]:
+        return f"it was graded {recorded.get('grader') or 'otherwise'}"
     if recorded.get("ssebench") != graded_with["ssebench"]:
         return f"ssebench {recorded.get('ssebench')} graded it"
     return Graded(item, _verdict(saved), reused=True)
@@ -213,23 +215,30 @@ async def grade_all(
     command: Sequence[str],
     options: Sequence[str] = (),
     timeout: float | None = None,
+    grader: Callable[[Path], str | None] = lambda folder: "locally",
     on_graded: Callable[[Graded], None] = lambda graded: None,
 ) -> list[Graded]:
     """Every item's verdict, in the items' order; `jobs` grades at once, each task hashed once,
-    an earlier verdict reused only for the same model, patch, task and ssebench."""
+    an earlier verdict reused only for the same model, patch, task, ssebench and `grader` (how
+    a task's grades run: the backend, the isolation, the image; None: not known, never reused)."""
     slots = asyncio.Semaphore(jobs)
-    task_hashes: dict[str, asyncio.Task[str | None]] = {}
+    task_facts: dict[str, asyncio.Task[tuple[str | None, str | None]]] = {}
+
+    def facts(folder: Path) -> tuple[str | None, str | None]:
+        return task_sha256(folder), grader(folder)
 
     async def graded_with(item: Prediction) -> dict[str, Any]:
-        if item.task not in task_hashes:
+        if item.task not in task_facts:
             folder = tasks / item.task
-            task_hashes[item.task] = asyncio.create_task(asyncio.to_thread(task_sha256, folder))
+            task_facts[item.task] = asyncio.create_task(asyncio.to_thread(facts, folder))
+        task_hash, how = await task_facts[item.task]
         return {
             "model": item.model,
             "task": item.task,
             "patch_sha256": sha256(item.patch_bytes),
-            "task_sha256": await task_hashes[item.task],
+            "task_sha256": task_hash,
             "ssebench": ssebench_version(),
+            "grader": how,
         }
 
     async def judged(item: Prediction) -> Graded:

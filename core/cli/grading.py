@@ -11,6 +11,7 @@ import os
 import shutil
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -70,6 +71,28 @@ def _run_options(args: argparse.Namespace) -> list[str]:
         docker.check_docker(docker.docker_cli())
         return ["--backend", "docker", *isolation_flags(args.isolation)]
     return isolation_flags(choose_isolation(args.isolation).name)
+
+
+def _grader(backend: str, options: list[str]) -> Callable[[Path], str | None]:
+    """How a task's grades run, as result.json records it (a verdict is reused only when this
+    is the same): the flags given to each grade and, in Docker, the ID of the task's image, so
+    a verdict from another isolation, or from a rebuilt image under the same tag, is not."""
+    how = " ".join(["with", *options]) if options else "locally"
+    if backend != "docker":
+        return lambda folder: how
+
+    def in_image(folder: Path) -> str | None:
+        from ssebench.core.backends import docker
+
+        try:
+            task = load_task(folder, build_registry().checks)
+            if task.image is None:
+                return None
+            return f"{how}, image {docker.image_id(docker.docker_cli(), task.image)}"
+        except ConfigError:
+            return None  # the grade says why: nothing to compare with, nothing reused
+
+    return in_image
 
 
 def run_on_copy(
@@ -268,6 +291,7 @@ def _grade_run(args: argparse.Namespace) -> int:
                 command=SSEBENCH,
                 options=options,
                 timeout=args.timeout,
+                grader=_grader(args.backend, options),
                 on_graded=graded,
             )
 

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from ssebench.core.cli.run import SSEBENCH
+from ssebench.daemon.isolation import available
 from ssebench.testing import task_toml
 from ssebench.testing.procs import assert_none_left
 
@@ -110,7 +111,9 @@ def test_a_verdict_is_reused_only_for_the_same_patch_task_and_ssebench(
     done, summary = grade(run_cli, tasks, preds, out)
     assert summary["unresolved_ids"] == ["m/t"]
     recorded = json.loads((out / "m" / "t" / "result.json").read_text())["graded_with"]
-    assert sorted(recorded) == ["model", "patch_sha256", "ssebench", "task", "task_sha256"]
+    assert sorted(recorded) == [
+        "grader", "model", "patch_sha256", "ssebench", "task", "task_sha256"
+    ]  # fmt: skip
 
     write_lines(preds, {"task": "t", "model": "m", "patch": FIX})  # the patch changed: graded
     done, summary = grade(run_cli, tasks, preds, out)
@@ -141,6 +144,15 @@ def test_a_verdict_is_reused_only_for_the_same_patch_task_and_ssebench(
     result.write_text(json.dumps(data))
     done, summary = grade(run_cli, tasks, preds, out)
     assert progress(done)[0].endswith(" s (graded again: ssebench 0.0.1 graded it)")
+
+    # Graded unconfined, then asked with isolation: another way of grading, graded again.
+    done, summary = grade(run_cli, tasks, preds, out, "--no-isolation")
+    strongest = available()[0]  # what auto chose, and each grade was asked for
+    assert progress(done)[0].endswith(
+        f" s (graded again: it was graded with --isolation {strongest})"
+    )
+    done, summary = grade(run_cli, tasks, preds, out)
+    assert progress(done)[0].endswith(" s (graded again: it was graded with --no-isolation)")
 
 
 def test_a_grade_over_its_timeout_is_an_error_and_its_processes_are_killed(
