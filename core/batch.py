@@ -195,6 +195,33 @@ def _earlier(item: Prediction, out: Path, graded_with: dict[str, Any]) -> Graded
     return Graded(item, _verdict(saved), reused=True)
 
 
+class _Records:
+    """What each prediction is graded with (result.json's `graded_with`); each task's hash and
+    grader found once, in a thread, however many predictions name it."""
+
+    def __init__(self, tasks: Path, grader: Callable[[Path], str | None]) -> None:
+        self.tasks = tasks
+        self.grader = grader
+        self.found: dict[str, asyncio.Task[tuple[str | None, str | None]]] = {}
+
+    def _facts(self, folder: Path) -> tuple[str | None, str | None]:
+        return task_sha256(folder), self.grader(folder)
+
+    async def __call__(self, item: Prediction) -> dict[str, Any]:
+        if item.task not in self.found:
+            job = asyncio.to_thread(self._facts, self.tasks / item.task)
+            self.found[item.task] = asyncio.create_task(job)
+        task_hash, how = await self.found[item.task]
+        return {
+            "model": item.model,
+            "task": item.task,
+            "patch_sha256": sha256(item.patch_bytes),
+            "task_sha256": task_hash,
+            "ssebench": ssebench_version(),
+            "grader": how,
+        }
+
+
 def _refused(item: Prediction, tasks: Path) -> Graded | None:
     """The error of a prediction that cannot be graded at all, found before anything is hashed."""
     folder = item.folder.parts[0]
@@ -215,31 +242,14 @@ async def grade_all(
     command: Sequence[str],
     options: Sequence[str] = (),
     timeout: float | None = None,
-    grader: Callable[[Path], str | None] = lambda folder: "locally",
+    grader: Callable[[Path], str | None] = lambda folder: "locally, confined",
     on_graded: Callable[[Graded], None] = lambda graded: None,
 ) -> list[Graded]:
     """Every item's verdict, in the items' order; `jobs` grades at once, each task hashed once,
     an earlier verdict reused only for the same model, patch, task, ssebench and `grader` (how
     a task's grades run: the backend, the isolation, the image; None: not known, never reused)."""
     slots = asyncio.Semaphore(jobs)
-    task_facts: dict[str, asyncio.Task[tuple[str | None, str | None]]] = {}
-
-    def facts(folder: Path) -> tuple[str | None, str | None]:
-        return task_sha256(folder), grader(folder)
-
-    async def graded_with(item: Prediction) -> dict[str, Any]:
-        if item.task not in task_facts:
-            folder = tasks / item.task
-            task_facts[item.task] = asyncio.create_task(asyncio.to_thread(facts, folder))
-        task_hash, how = await task_facts[item.task]
-        return {
-            "model": item.model,
-            "task": item.task,
-            "patch_sha256": sha256(item.patch_bytes),
-            "task_sha256": task_hash,
-            "ssebench": ssebench_version(),
-            "grader": how,
-        }
+    graded_with = _Records(tasks, grader)
 
     async def judged(item: Prediction) -> Graded:
         record = await graded_with(item)

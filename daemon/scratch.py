@@ -21,6 +21,7 @@ import dataclasses
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -77,12 +78,16 @@ def _git_env(no_repository: Path) -> dict[str, str]:
     }
 
 
-def apply_patch(tree: Path, patch: bytes, no_repository: Path) -> None:
+def apply_patch(tree: Path, patch: bytes, no_repository: Path | None = None) -> None:
     """Apply `patch` to `tree` (paths as `git diff` writes them, a/ and b/) as the tree's owner,
     reading nothing of the tree but the files it patches; an empty patch changes nothing.
-    Raises PatchError with git's reason, as one line."""
+    `no_repository` is an empty folder to give git as its repository (one is made beside the
+    tree when not given). Raises PatchError with git's reason, as one line."""
     if not patch.strip():
         return
+    if no_repository is None:
+        with tempfile.TemporaryDirectory(prefix="ssebench-no-repository-") as empty:
+            return apply_patch(tree, patch, Path(empty))
     git = shutil.which("git")
     if git is None:
         raise ConfigError("applying a patch needs git (`git apply`); install git")

@@ -4,18 +4,13 @@ run's predictions) and `validate` (is a task sound before anyone runs an agent o
 from __future__ import annotations
 
 import argparse
-import asyncio
 import functools
 import json
 import os
-import shutil
-import signal
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ssebench.core.backends import isolation_flags
 from ssebench.core.check import Outcome
 from ssebench.core.cli import evaluate
 from ssebench.core.cli.isolation import announce, choose_isolation
@@ -27,11 +22,7 @@ from ssebench.core.report import internal_failure
 from ssebench.daemon.isolation import Mechanism
 from ssebench.daemon.task import Task, load_task
 
-if TYPE_CHECKING:
-    from ssebench.core.batch import Graded
-
-EXIT_TERMINATED, EXIT_INTERRUPTED = 128 + signal.SIGTERM, 128 + signal.SIGINT
-_RUN_FLAGS = {
+_RUN_FLAGS = {  # the flags of a benchmark run (grade --tasks)
     "predictions": "--predictions",
     "out": "--out",
     "jobs": "-j",
@@ -42,7 +33,9 @@ _RUN_FLAGS = {
 
 def cmd_grade(args: argparse.Namespace) -> int:
     if args.tasks is not None:
-        return _grade_run(args)
+        from ssebench.core.cli.batchrun import grade_run
+
+        return grade_run(args)
     given = [flag for name, flag in _RUN_FLAGS.items() if getattr(args, name) is not None]
     if given:
         raise ConfigError(f"{given[0]} grades a benchmark run: use it with --tasks DIR")
@@ -59,40 +52,6 @@ def cmd_grade(args: argparse.Namespace) -> int:
 def _announce_once(mechanism: Mechanism, quiet: bool) -> None:
     """Name the mechanism before the first case runs: a patch that does not apply runs none."""
     announce(mechanism, quiet=quiet)
-
-
-def _run_options(args: argparse.Namespace) -> list[str]:
-    """What each grade of a run is given. Refused here, once, when no mechanism works or Docker
-    does not answer; each grade names its mechanism in its grade.log. In a container the
-    mechanism is chosen there: this machine's may not work inside."""
-    if args.backend == "docker":
-        from ssebench.core.backends import docker
-
-        docker.check_docker(docker.docker_cli())
-        return ["--backend", "docker", *isolation_flags(args.isolation)]
-    return isolation_flags(choose_isolation(args.isolation).name)
-
-
-def _grader(backend: str, options: list[str]) -> Callable[[Path], str | None]:
-    """How a task's grades run, as result.json records it (a verdict is reused only when this
-    is the same): the flags given to each grade and, in Docker, the ID of the task's image, so
-    a verdict from another isolation, or from a rebuilt image under the same tag, is not."""
-    how = " ".join(["with", *options]) if options else "locally"
-    if backend != "docker":
-        return lambda folder: how
-
-    def in_image(folder: Path) -> str | None:
-        from ssebench.core.backends import docker
-
-        try:
-            task = load_task(folder, build_registry().checks)
-            if task.image is None:
-                return None
-            return f"{how}, image {docker.image_id(docker.docker_cli(), task.image)}"
-        except ConfigError:
-            return None  # the grade says why: nothing to compare with, nothing reused
-
-    return in_image
 
 
 def run_on_copy(
@@ -243,85 +202,3 @@ def cmd_validate(args: argparse.Namespace) -> int:
     else:
         print(validation_table(validation))
     return EXIT_OK if validation.sound else EXIT_FAILED
-
-
-def _check_run_flags(args: argparse.Namespace) -> None:
-    if args.patch is not None or args.logs is not None:
-        raise ConfigError("--patch and --logs grade one task: use them with --task DIR")
-    if args.predictions is None or args.out is None:
-        raise ConfigError("--tasks needs --predictions FILE and --out DIR")
-    if not args.tasks.is_dir():
-        raise ConfigError(f"{args.tasks}: no such folder of tasks")
-    if shutil.which("git") is None:
-        raise ConfigError("grading patches needs git (`git apply`); install git")
-
-
-def _grade_run(args: argparse.Namespace) -> int:
-    from ssebench.core.batch import ERROR, grade_all, summary_name
-    from ssebench.core.cli.batch_progress import batch_report
-    from ssebench.core.cli.run import SSEBENCH
-    from ssebench.core.predictions import in_shard, parse_shard, read_predictions
-
-    _check_run_flags(args)
-    shard = parse_shard(args.shard) if args.shard is not None else None
-    items = [item for item in read_predictions(args.predictions) if in_shard(item, shard)]
-    try:
-        args.out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(f"{args.out}: cannot make the output folder: {exc.strerror}") from None
-    options = _run_options(args)
-    verdicts = 0  # kept in OUT so far: graded now or reused
-
-    async def main() -> list[Graded]:
-        task = asyncio.current_task()
-        assert task is not None
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
-        with batch_report(len(items), args.predictions) as report:
-
-            def graded(one: Graded) -> None:
-                nonlocal verdicts
-                verdicts += one.verdict != ERROR
-                report(one)
-
-            return await grade_all(
-                items,
-                args.tasks,
-                args.out,
-                jobs=args.jobs or 1,
-                command=SSEBENCH,
-                options=options,
-                timeout=args.timeout,
-                grader=_grader(args.backend, options),
-                on_graded=graded,
-            )
-
-    try:
-        graded = asyncio.run(main())
-    except (KeyboardInterrupt, asyncio.CancelledError) as exc:
-        print(
-            f"ssebench: stopped: {verdicts} of {len(items)} predictions have a verdict in "
-            f"{args.out}; run the same command again to grade the other {len(items) - verdicts}",
-            file=sys.stderr,
-        )
-        return EXIT_INTERRUPTED if isinstance(exc, KeyboardInterrupt) else EXIT_TERMINATED
-    return _finish_run(graded, args.out / summary_name(shard))
-
-
-def _finish_run(graded: list[Graded], path: Path) -> int:
-    """summary.json, also on stdout, and the tally on stderr: what the run comes to."""
-    from ssebench.core.batch import summarize, write_json
-
-    summary = summarize(graded)
-    try:
-        write_json(path, summary)
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot write the summary: {exc.strerror or exc}") from None
-    print(json.dumps(summary, indent=2))
-    reused = sum(one.reused for one in graded)
-    print(
-        f"ssebench: {summary['total']} predictions: {summary['resolved']} resolved, "
-        f"{summary['unresolved']} unresolved, {summary['errors']} errors; {reused} reused from "
-        f"an earlier run ({path})",
-        file=sys.stderr,
-    )
-    return EXIT_OK if not summary["errors"] else EXIT_FAILED

@@ -42,13 +42,17 @@ def untimed(data: Any) -> Any:
 
 
 def left_in(out: Path) -> dict[str, Any]:
-    """What a run left in `out`: its summary, and each verdict (timings taken out), patch and
-    log names."""
+    """What a run left in `out`: its summary, and each verdict (timings taken out), what it was
+    graded with (but the grader: here or in an image), patch and log names."""
     left: dict[str, Any] = {"summary": json.loads((out / "summary.json").read_text())}
     for result in sorted(out.glob("*/*/result.json")):
         folder = result.parent
+        verdict = untimed(json.loads(result.read_text()))
+        graded_with = verdict.pop("graded_with")
+        del graded_with["grader"]
         left[folder.relative_to(out).as_posix()] = {
-            "result": untimed(json.loads(result.read_text())),
+            "result": verdict,
+            "graded_with": graded_with,
             "patch": (folder / "patch.diff").read_text(),
             "logs": sorted(p.name for p in (folder / "logs").glob("*")),
         }

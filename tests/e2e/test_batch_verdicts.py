@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from ssebench.core.cli.run import SSEBENCH
-from ssebench.daemon.isolation import available
 from ssebench.testing import task_toml
 from ssebench.testing.procs import assert_none_left
 
@@ -147,12 +146,9 @@ def test_a_verdict_is_reused_only_for_the_same_patch_task_and_ssebench(
 
     # Graded unconfined, then asked with isolation: another way of grading, graded again.
     done, summary = grade(run_cli, tasks, preds, out, "--no-isolation")
-    strongest = available()[0]  # what auto chose, and each grade was asked for
-    assert progress(done)[0].endswith(
-        f" s (graded again: it was graded with --isolation {strongest})"
-    )
+    assert progress(done)[0].endswith(" s (graded again: it was graded locally, confined)")
     done, summary = grade(run_cli, tasks, preds, out)
-    assert progress(done)[0].endswith(" s (graded again: it was graded with --no-isolation)")
+    assert progress(done)[0].endswith(" s (graded again: it was graded locally, unconfined)")
 
 
 def test_a_grade_over_its_timeout_is_an_error_and_its_processes_are_killed(

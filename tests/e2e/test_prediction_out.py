@@ -60,7 +60,7 @@ def test_an_agents_change_becomes_a_prediction_that_grades(c_rle: Path, tmp_path
                         "--out", str(tmp_path / "graded"), timeout=240)  # fmt: skip
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
-    assert (summary["resolved_ids"], summary["errors"]) == (["acme__agent-1/c-rle"], 0)
+    assert (summary["resolved_ids"], summary["errors"]) == (["acme/agent-1/c-rle"], 0)
     result = json.loads((tmp_path / "graded/acme__agent-1/c-rle/result.json").read_text())
     assert result["patch"] == {"applied": True, "error": None}
 

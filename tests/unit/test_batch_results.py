@@ -93,7 +93,7 @@ def test_verdicts_errors_and_what_a_rerun_skips(tmp_path: Path, stand_in: list[s
         "patch_sha256": hashlib.sha256(b"resolved").hexdigest(),
         "task_sha256": task_sha256(tasks / "a"),
         "ssebench": version("ssebench"),
-        "grader": "locally",
+        "grader": "locally, confined",
     }
     assert (out / "org__x/b/patch.diff").read_text() == "unresolved"
     assert (out / "m/c/grade.log").read_text().startswith("ssebench: build: started\n")

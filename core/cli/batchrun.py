@@ -1,0 +1,144 @@
+"""`grade --tasks`: a benchmark run's predictions graded, resumably, here or in each task's
+image, each grade a process of its own (core/batch.py); the summary, and a line on a stop."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shutil
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ssebench.core.backends import isolation_flags
+from ssebench.core.cli.isolation import choose_isolation
+from ssebench.core.cli.parser import EXIT_FAILED, EXIT_OK
+from ssebench.core.errors import ConfigError
+from ssebench.core.registry import build_registry
+from ssebench.daemon.task import load_task
+
+if TYPE_CHECKING:
+    from ssebench.core.batch import Graded
+
+EXIT_TERMINATED, EXIT_INTERRUPTED = 128 + signal.SIGTERM, 128 + signal.SIGINT
+
+
+def _run_options(args: argparse.Namespace) -> list[str]:
+    """What each grade of a run is given. Refused here, once, when no mechanism works or Docker
+    does not answer; each grade names its mechanism in its grade.log. In a container the
+    mechanism is chosen there: this machine's may not work inside."""
+    if args.backend == "docker":
+        from ssebench.core.backends import docker
+
+        docker.check_docker(docker.docker_cli())
+        return ["--backend", "docker", *isolation_flags(args.isolation)]
+    return isolation_flags(choose_isolation(args.isolation).name)
+
+
+def _grader(backend: str, options: list[str]) -> Callable[[Path], str | None]:
+    """How a task's grades run, as result.json records it (a verdict is reused only when this
+    is the same): confined or not and, in Docker, the ID of the task's image, so a verdict
+    graded unconfined, or in an image rebuilt under the same tag, is graded again. Which
+    mechanism confined it is not part of it: the shards of one run may run on machines that
+    confine differently (Landlock in a pod, bubblewrap on the host that merges)."""
+    how = "unconfined" if "--no-isolation" in options else "confined"
+    if backend != "docker":
+        return lambda folder: f"locally, {how}"
+
+    def in_image(folder: Path) -> str | None:
+        from ssebench.core.backends import docker
+
+        try:
+            task = load_task(folder, build_registry().checks)
+            if task.image is None:
+                return None
+            return f"in image {docker.image_id(docker.docker_cli(), task.image)}, {how}"
+        except ConfigError:
+            return None  # the grade says why: nothing to compare with, nothing reused
+
+    return in_image
+
+
+def _check_run_flags(args: argparse.Namespace) -> None:
+    if args.patch is not None or args.logs is not None:
+        raise ConfigError("--patch and --logs grade one task: use them with --task DIR")
+    if args.predictions is None or args.out is None:
+        raise ConfigError("--tasks needs --predictions FILE and --out DIR")
+    if not args.tasks.is_dir():
+        raise ConfigError(f"{args.tasks}: no such folder of tasks")
+    if shutil.which("git") is None:
+        raise ConfigError("grading patches needs git (`git apply`); install git")
+
+
+def grade_run(args: argparse.Namespace) -> int:
+    from ssebench.core.batch import ERROR, grade_all, summary_name
+    from ssebench.core.cli.batch_progress import batch_report
+    from ssebench.core.cli.run import SSEBENCH
+    from ssebench.core.predictions import in_shard, parse_shard, read_predictions
+
+    _check_run_flags(args)
+    shard = parse_shard(args.shard) if args.shard is not None else None
+    items = [item for item in read_predictions(args.predictions) if in_shard(item, shard)]
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"{args.out}: cannot make the output folder: {exc.strerror}") from None
+    options = _run_options(args)
+    verdicts = 0  # kept in OUT so far: graded now or reused
+
+    async def main() -> list[Graded]:
+        task = asyncio.current_task()
+        assert task is not None
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+        with batch_report(len(items), args.predictions) as report:
+
+            def graded(one: Graded) -> None:
+                nonlocal verdicts
+                verdicts += one.verdict != ERROR
+                report(one)
+
+            return await grade_all(
+                items,
+                args.tasks,
+                args.out,
+                jobs=args.jobs or 1,
+                command=SSEBENCH,
+                options=options,
+                timeout=args.timeout,
+                grader=_grader(args.backend, options),
+                on_graded=graded,
+            )
+
+    try:
+        graded = asyncio.run(main())
+    except (KeyboardInterrupt, asyncio.CancelledError) as exc:
+        print(
+            f"ssebench: stopped: {verdicts} of {len(items)} predictions have a verdict in "
+            f"{args.out}; run the same command again to grade the other {len(items) - verdicts}",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED if isinstance(exc, KeyboardInterrupt) else EXIT_TERMINATED
+    return _finish_run(graded, args.out / summary_name(shard))
+
+
+def _finish_run(graded: list[Graded], path: Path) -> int:
+    """summary.json, also on stdout, and the tally on stderr: what the run comes to."""
+    from ssebench.core.batch import summarize, write_json
+
+    summary = summarize(graded)
+    try:
+        write_json(path, summary)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot write the summary: {exc.strerror or exc}") from None
+    print(json.dumps(summary, indent=2))
+    reused = sum(one.reused for one in graded)
+    print(
+        f"ssebench: {summary['total']} predictions: {summary['resolved']} resolved, "
+        f"{summary['unresolved']} unresolved, {summary['errors']} errors; {reused} reused from "
+        f"an earlier run ({path})",
+        file=sys.stderr,
+    )
+    return EXIT_OK if not summary["errors"] else EXIT_FAILED
