@@ -9,7 +9,7 @@ from typing import Any
 
 from ssebench.core.case import CaseRun
 from ssebench.core.check import Outcome, Status
-from ssebench.core.orchestrator import Daemon
+from ssebench.core.orchestrator import Daemon, LocalLogs
 
 # What a case tells the evaluator; its log id and size mean nothing once the daemon is gone.
 CASE_FIELDS = ("index", "passed", "exit_code", "signal", "timed_out", "seconds")
@@ -56,10 +56,9 @@ async def save_logs(daemon: Daemon, outcome: Outcome, folder: Path) -> None:
     for checked in outcome.outcomes:
         for case in checked.cases:
             target = folder / log_name(checked.check.key, case.index)
-            local = daemon.open_local_logs([case])
             with target.open("wb") as sink:
-                if local is not None:
-                    with local[0] as source:
+                if isinstance(daemon, LocalLogs):
+                    with daemon.open_logs([case])[0] as source:
                         await asyncio.to_thread(shutil.copyfileobj, source, sink, 1 << 20)
                 else:
                     async for chunk in daemon.log_chunks(case):

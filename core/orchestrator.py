@@ -11,7 +11,7 @@ import asyncio
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import BinaryIO, Protocol, runtime_checkable
 
 from ssebench.core.case import CaseRun
 from ssebench.core.check import Check, CheckOutcome, Outcome, Status, split_by_level
@@ -39,8 +39,13 @@ class Daemon(Protocol):
 
     def log_chunks(self, case: CaseRun) -> AsyncIterator[bytes]: ...
 
-    def open_local_logs(self, cases: Sequence[CaseRun]) -> list[BinaryIO] | None:
-        """The cases' logs as open files when the daemon runs in this process, else None."""
+
+@runtime_checkable
+class LocalLogs(Protocol):
+    """A daemon in this very process (the case service): its logs are files on our disk."""
+
+    def open_logs(self, cases: Iterable[CaseRun]) -> list[BinaryIO]:
+        """The cases' logs as open files, which the caller closes."""
         ...
 
 
@@ -127,9 +132,9 @@ async def view_failed_log(
     """The failed check's log as the report shows it: from local files when the daemon runs in
     this process (copied by the kernel, off the event loop), else streamed from the daemon. A
     long log is saved in `log_dir`, given to `owner` (the agent's user)."""
-    files = daemon.open_local_logs([c for c in outcome.cases if not c.passed])
-    if files is None:
+    if not isinstance(daemon, LocalLogs):
         return await view_log(_failed_logs(daemon, outcome), log_dir, owner)
+    files = daemon.open_logs([case for case in outcome.cases if not case.passed])
     stop = threading.Event()
     try:
         return await asyncio.to_thread(view_log_files, files, log_dir, stop, owner)

@@ -133,3 +133,8 @@ class Cases:
     def close(self) -> None:
         self.runner.close()
         remove_folder(self.root, remove_tree)
+
+    async def aclose(self) -> None:
+        """close(), once the stops of cancelled cases have finished."""
+        await self.runner.aclose()
+        self.close()

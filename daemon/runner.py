@@ -58,6 +58,7 @@ class Runner:
         self._answers: dict[tuple[str, str], asyncio.Future[dict[str, Any]]] = {}
         self._reader: asyncio.Task[None] | None = None
         self._start_lock = asyncio.Lock()
+        self._stopping: set[asyncio.Future[dict[str, Any]]] = set()  # stops still under way
 
     async def run(
         self,
@@ -126,8 +127,11 @@ class Runner:
             # Cancelled (the caller went away): the case is stopped before we let go, even one
             # not yet started (the supervisor takes the stop after the run); the stop is
             # awaited, shielded, so a closing loop cannot drop it half done.
+            stop = asyncio.ensure_future(self._stop(case_id, started, ended))
+            self._stopping.add(stop)
+            stop.add_done_callback(self._stopping.discard)
             with contextlib.suppress(BaseException):
-                await asyncio.shield(self._stop(case_id, started, ended))
+                await asyncio.shield(stop)
             raise
 
     async def _stop(
@@ -213,10 +217,25 @@ class Runner:
                 future.set_exception(RunnerError("the case supervisor died"))
         self._answers.clear()
 
+    async def aclose(self) -> None:
+        """Let the stops of cancelled cases finish (a caller cancelled again and again, as a
+        server shutting down does, lets go of its stop before it ends), then close."""
+        if self._stopping:
+            await asyncio.wait(set(self._stopping), timeout=self.grace + STOP_WAIT)
+        for stop in self._stopping:
+            if stop.done() and not stop.cancelled():
+                stop.exception()  # retrieved: whatever it was, the caller is gone
+        self.close()
+
     def close(self) -> None:
-        """End the supervisor: it kills whatever still runs, then exits."""
+        """End the supervisor: it kills whatever still runs, then exits. Whoever still waits
+        for an answer (a call being cancelled while the server stops) has it now."""
         if self._reader is not None:
             self._reader.cancel()
+        for future in self._answers.values():
+            if not future.done():
+                future.set_exception(RunnerError("the case supervisor was closed"))
+        self._answers.clear()
         if self._sock is not None:
             _close(self._sock, self._proc)
         self._sock = self._proc = self._reader = None

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ssebench.core.case import CaseRun
 from ssebench.core.check import Check, CheckOutcome, Outcome
+from ssebench.core.daemons.local import load_task
 from ssebench.core.orchestrator import run_checks, run_test_patch
 from ssebench.core.registry import Registry, build_registry
-from ssebench.daemon.task import load_task
 
 if TYPE_CHECKING:  # the kit is a pytest plugin of every session: no transport at import
-    from ssebench.core.daemons.native import HttpDaemon
+    from ssebench.core.orchestrator import Daemon
 
 Table = str | Sequence[str] | Mapping[str, Any]
 T = TypeVar("T")
@@ -87,11 +87,11 @@ class TaskHandle:
             raise KeyError(f"no check with key {key!r} is registered")
         return found
 
-    def _with_daemon(self, level: int | None, job: Callable[[HttpDaemon], Awaitable[T]]) -> T:
+    def _with_daemon(self, level: int | None, job: Callable[[Daemon], Awaitable[T]]) -> T:
         """Run `job` against a daemon of this task at `level`, made for the run alone."""
 
         from ssebench.core.daemons.inprocess import local_daemon
-        from ssebench.daemon.isolation import choose
+        from ssebench.core.daemons.local import choose
 
         mechanism = choose(self.isolation)
 
@@ -135,14 +135,14 @@ class TaskHandle:
         """
         check = self.enabled_check(key, level)
 
-        async def job(daemon: HttpDaemon) -> list[bytes]:
+        async def job(daemon: Daemon) -> list[bytes]:
             outcome = await run_checks([check], level, daemon, coverage=False)
             return [await _read(daemon, case) for case in outcome.outcomes[0].cases]
 
         return self._with_daemon(level, job)
 
 
-async def _read(daemon: HttpDaemon, case: CaseRun) -> bytes:
+async def _read(daemon: Daemon, case: CaseRun) -> bytes:
     return b"".join([chunk async for chunk in daemon.log_chunks(case)])
 
 

@@ -27,9 +27,8 @@ from ssebench.core.backends import abi, isolation_flags
 from ssebench.core.backends.abi import last_line
 from ssebench.core.backends.boot import ABI, SITE
 from ssebench.core.backends.bundle import cache_dir, ensure_bundle
+from ssebench.core.daemons.local import Task, patched_copy
 from ssebench.core.errors import ConfigError
-from ssebench.daemon.scratch import patched_copy
-from ssebench.daemon.task import Task
 
 BOOT = f"{SITE}/ssebench/core/backends/boot.py"
 ANSWER_SECONDS = 60.0  # docker's own answers: version, inspect

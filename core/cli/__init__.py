@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from ssebench.core.cli.parser import EXIT_OK, EXIT_USAGE, build_parser
 from ssebench.core.cli.startup import skip_httpx_cli
 from ssebench.core.errors import ConfigError
-from ssebench.core.settings import load_settings
+from ssebench.core.settings import Settings, load_settings
 
 
 class _LevelPrefix(logging.Formatter):
@@ -36,12 +36,13 @@ def _commands() -> dict[str, Callable[[argparse.Namespace], int]]:
     }
 
 
-def _check_settings(args: argparse.Namespace) -> None:
+def _check_settings(args: argparse.Namespace) -> Settings:
     """Every command refuses a bad setting the same way, at start, whether it reads it or not:
     the environment as it is (a flag that overrides a bad variable leaves the mistake where
-    the next command meets it), then with the flags."""
+    the next command meets it), then with the flags: the settings the command runs with,
+    read here once (core/cli/root.py hands them on)."""
     load_settings()
-    load_settings(
+    return load_settings(
         SSE_DIFFICULTY=getattr(args, "difficulty", None),
         SSE_DAEMON_URL=getattr(args, "daemon_url", None),
         SSE_PROGRESS_INTERVAL=getattr(args, "progress_interval", None),
@@ -60,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     handler.setFormatter(_LevelPrefix())
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
     try:
-        _check_settings(args)
+        args.settings = _check_settings(args)
         code = _commands()[args.command](args)
     except ConfigError as exc:
         print(f"ssebench: error: {exc}", file=sys.stderr)

@@ -14,11 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ssebench.core.backends import isolation_flags
-from ssebench.core.cli.isolation import choose_isolation
 from ssebench.core.cli.parser import EXIT_FAILED, EXIT_OK
+from ssebench.core.daemons.local import choose_isolation, load_task
 from ssebench.core.errors import ConfigError
 from ssebench.core.registry import build_registry
-from ssebench.daemon.task import load_task
 
 if TYPE_CHECKING:
     from ssebench.core.batch import Graded

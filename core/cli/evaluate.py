@@ -11,14 +11,13 @@ import sys
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from ssebench.core.cli.isolation import announce, choose_isolation
+from ssebench.core.cli import root
+from ssebench.core.cli.isolation import announce
 from ssebench.core.cli.parser import EXIT_FAILED, EXIT_INTERNAL, EXIT_OK
 from ssebench.core.errors import ConfigError
 from ssebench.core.orchestrator import Progress
 from ssebench.core.registry import build_registry
 from ssebench.core.report import HEADLINE, INTERNAL_FAILURE, internal_failure
-from ssebench.core.settings import load_settings
-from ssebench.daemon.task import load_task
 
 T = TypeVar("T")
 
@@ -46,22 +45,18 @@ def run_job(job: Callable[[], Coroutine[Any, Any, T]]) -> T | None:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from ssebench.core.daemons.inprocess import local_daemon
+    from ssebench.core.daemons.local import log_owner
     from ssebench.core.orchestrator import run_test_patch
-    from ssebench.daemon.credentials import log_owner
 
-    settings = load_settings(SSE_DIFFICULTY=args.difficulty)
-    registry = build_registry()
-    task = load_task(args.task, registry.checks)
-    mechanism = choose_isolation(args.isolation, task)
-    announce(mechanism, quiet=args.quiet)
+    setup = root.setup(args)
+    settings, task = setup.settings, setup.task
+    assert task is not None  # --task is required
+    announce(setup.mechanism, quiet=args.quiet)
 
     async def job() -> str:
-        async with local_daemon(
-            task, registry, settings.difficulty, mechanism=mechanism, log_dir=settings.log_dir
-        ) as daemon:
+        async with root.open_daemon(setup, settings.difficulty) as daemon:
             return await run_test_patch(
-                registry.checks,
+                setup.registry.checks,
                 settings.difficulty,
                 daemon,
                 settings.log_dir,
@@ -78,35 +73,19 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_grade(args: argparse.Namespace) -> int:
     from ssebench.core.check import Outcome
-    from ssebench.core.daemons.connect import open_daemon, unsupported_warning
-    from ssebench.core.daemons.inprocess import local_daemon
     from ssebench.core.grade import grade_json
     from ssebench.core.orchestrator import run_checks
 
-    settings = load_settings()
-    registry = build_registry()
-    url = args.daemon_url or settings.daemon_url
-    if args.task is None and url is None:
+    setup = root.setup(args)
+    if setup.task is None and setup.settings.daemon_url is None:
         raise ConfigError("grade needs --task DIR, or --daemon-url URL for a running daemon")
     progress = stderr_progress(args.quiet)
-    task = load_task(args.task, registry.checks) if args.task is not None else None
-    mechanism = choose_isolation(args.isolation, task) if task else None
-    announce(mechanism, quiet=args.quiet)
+    announce(setup.mechanism, quiet=args.quiet)
 
     async def job() -> Outcome:
-        if task is not None:
-            async with local_daemon(
-                task, registry, None, mechanism=mechanism, log_dir=settings.log_dir
-            ) as daemon:
-                return await run_checks(
-                    registry.checks, None, daemon, coverage=False, progress=progress
-                )
-        async with open_daemon(args.daemon_api, url, grading=True) as remote:
-            print(f"ssebench: daemon: {remote.description}", file=sys.stderr)
-            if names := remote.unsupported(registry.checks):
-                print(f"ssebench: warning: {unsupported_warning(names)}", file=sys.stderr)
+        async with root.open_daemon(setup, None, api=args.daemon_api, grading=True) as daemon:
             return await run_checks(
-                registry.checks, None, remote, coverage=False, progress=progress
+                setup.registry.checks, None, daemon, coverage=False, progress=progress
             )
 
     outcome = run_job(job)

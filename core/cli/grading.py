@@ -4,6 +4,7 @@ run's predictions) and `validate` (is a task sound before anyone runs an agent o
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import json
 import os
@@ -12,15 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from ssebench.core.check import Outcome
-from ssebench.core.cli import evaluate
-from ssebench.core.cli.isolation import announce, choose_isolation
+from ssebench.core.cli import evaluate, root
+from ssebench.core.cli.isolation import announce
 from ssebench.core.cli.parser import EXIT_FAILED, EXIT_INTERNAL, EXIT_OK
+from ssebench.core.cli.root import Setup
+from ssebench.core.daemons.local import Mechanism
 from ssebench.core.errors import ConfigError, PatchError
 from ssebench.core.orchestrator import Progress
-from ssebench.core.registry import Registry, build_registry
 from ssebench.core.report import internal_failure
-from ssebench.daemon.isolation import Mechanism
-from ssebench.daemon.task import Task, load_task
 
 _RUN_FLAGS = {  # the flags of a benchmark run (grade --tasks)
     "predictions": "--predictions",
@@ -55,35 +55,32 @@ def _announce_once(mechanism: Mechanism, quiet: bool) -> None:
 
 
 def run_on_copy(
-    task: Task,
+    setup: Setup,
     patch: bytes | None,
-    registry: Registry,
     progress: Progress,
     *,
-    mechanism: Mechanism,
     quiet: bool = False,
-    log_dir: Path | None = None,
     every_case: bool = False,
     logs: Path | None = None,
 ) -> Outcome | None:
-    """Every check the task has, on a scratch copy of its source with `patch` applied (None:
-    as shipped), its cases confined by `mechanism`. PatchError when it does not apply; None
-    after an internal failure."""
-    from ssebench.core.daemons.inprocess import local_daemon
+    """Every check the setup's task has, on a scratch copy of its source with `patch` applied
+    (None: as shipped), its cases confined as the setup says. PatchError when it does not
+    apply; None after an internal failure."""
+    from ssebench.core.daemons.local import patched_copy
     from ssebench.core.grade import save_logs
     from ssebench.core.orchestrator import run_checks
-    from ssebench.daemon.scratch import patched_copy
 
+    assert setup.task is not None
     try:
-        with patched_copy(task, patch) as copy:
-            _announce_once(mechanism, quiet)
+        with patched_copy(setup.task, patch) as copy:
+            if setup.mechanism is not None:
+                _announce_once(setup.mechanism, quiet)
+            on_copy = dataclasses.replace(setup, task=copy)
 
             async def job() -> Outcome:
-                async with local_daemon(
-                    copy, registry, None, mechanism=mechanism, log_dir=log_dir
-                ) as daemon:
+                async with root.open_daemon(on_copy, None) as daemon:
                     outcome = await run_checks(
-                        registry.checks,
+                        setup.registry.checks,
                         None,
                         daemon,
                         coverage=False,
@@ -96,7 +93,7 @@ def run_on_copy(
 
             return evaluate.run_job(job)
     except OSError as exc:  # the copy itself: a full disk, say
-        internal_failure(f"cannot make a scratch copy of {task.source}: {exc}")
+        internal_failure(f"cannot make a scratch copy of {setup.task.source}: {exc}")
         return None
 
 
@@ -117,19 +114,16 @@ def logs_folder(path: Path | None) -> Path | None:
 
 
 def _grade_patch(args: argparse.Namespace) -> int:
+    from ssebench.core.daemons.local import read_patch
     from ssebench.core.grade import patched_grade_json
-    from ssebench.daemon.scratch import read_patch
 
     if args.task is None:
         raise ConfigError("--patch grades a pristine copy of a task: use it with --task DIR")
-    registry = build_registry()
-    task = load_task(args.task, registry.checks)
+    setup = root.setup(args, confine=False)
     patch = read_patch(args.patch)
     args.logs = logs_folder(args.logs)
     try:
-        answer = (_docker_grade if args.backend == "docker" else _local_grade)(
-            task, patch, registry, args
-        )
+        answer = (_docker_grade if args.backend == "docker" else _local_grade)(setup, patch, args)
     except PatchError as exc:
         print(f"ssebench: the patch does not apply: {exc}", file=sys.stderr)
         answer = patched_grade_json(None, str(exc))
@@ -139,30 +133,27 @@ def _grade_patch(args: argparse.Namespace) -> int:
     return EXIT_OK if answer["resolved"] else EXIT_FAILED
 
 
-def _local_grade(
-    task: Task, patch: bytes, registry: Registry, args: argparse.Namespace
-) -> dict[str, Any] | int:
+def _local_grade(setup: Setup, patch: bytes, args: argparse.Namespace) -> dict[str, Any] | int:
     from ssebench.core.grade import patched_grade_json
 
-    mechanism = choose_isolation(args.isolation, task, copy=True)
+    setup = root.confined(setup, args.isolation, copy=True)
     progress = evaluate.stderr_progress(args.quiet)
-    outcome = run_on_copy(
-        task, patch, registry, progress, mechanism=mechanism, quiet=args.quiet, logs=args.logs
-    )
+    outcome = run_on_copy(setup, patch, progress, quiet=args.quiet, logs=args.logs)
     return EXIT_INTERNAL if outcome is None else patched_grade_json(outcome, None)
 
 
-def _docker_grade(
-    task: Task, patch: bytes, registry: Registry, args: argparse.Namespace
-) -> dict[str, Any] | int:
+def _docker_grade(setup: Setup, patch: bytes, args: argparse.Namespace) -> dict[str, Any] | int:
+    """In the task's image: isolation is chosen there (this machine's may not work inside)."""
     from ssebench.core.backends import docker
 
+    assert setup.task is not None
     return docker.grade_patch(
-        task, patch, logs=args.logs, isolation=args.isolation, quiet=args.quiet
+        setup.task, patch, logs=args.logs, isolation=args.isolation, quiet=args.quiet
     )
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from ssebench.core.daemons.local import read_patch
     from ssebench.core.validation import (
         FIXED,
         SHIPPED,
@@ -170,13 +161,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
         validation_json,
         validation_table,
     )
-    from ssebench.daemon.scratch import read_patch
 
-    registry = build_registry()
-    task = load_task(args.task, registry.checks)
+    setup = root.setup(args, confine=False)
     fix = read_patch(args.fix)
     logs = logs_folder(args.logs)
-    mechanism = choose_isolation(args.isolation, task, copy=True)
+    setup = root.confined(setup, args.isolation, copy=True)
     runs: dict[str, list[Outcome]] = {SHIPPED: [], FIXED: []}
     fix_error = None
     for run in range(1, args.runs + 1):
@@ -187,9 +176,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
             kept = logs / f"run-{run}" / side.replace(" ", "-") if logs is not None else None
             try:
                 outcome = run_on_copy(
-                    task, patch, registry, progress, mechanism=mechanism, quiet=args.quiet,
-                    every_case=True, logs=kept,
-                )  # fmt: skip
+                    setup, patch, progress, quiet=args.quiet, every_case=True, logs=kept
+                )
             except PatchError as exc:
                 fix_error = str(exc)
                 continue

@@ -142,9 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
     _address_flags(daemon, "daemon", DAEMON_PORT)
     daemon.add_argument("--difficulty", type=_level_flag, help=LEVEL_HELP)
     _isolation_flags(daemon)
-    _serve_flags(command("serve", SERVE_HELP))
+    serve_flags(command("serve", SERVE_HELP))
     run = command("run", RUN_HELP)
-    _serve_flags(run)
+    serve_flags(run)
     _prediction_flags(run)
     run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD...")
     config = command("mcp-config", CONFIG_HELP)
@@ -250,7 +250,7 @@ def _isolation_flags(cmd: argparse.ArgumentParser) -> None:
     )
 
 
-def _serve_flags(cmd: argparse.ArgumentParser) -> None:
+def serve_flags(cmd: argparse.ArgumentParser) -> None:
     _isolation_flags(cmd)
     where = cmd.add_mutually_exclusive_group()
     where.add_argument("--task", type=Path, help="task folder or its task.toml (embedded daemon)")

@@ -19,12 +19,10 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from ssebench.core.daemons.local import Task, copy_tree, make_folder, remove_folder
 from ssebench.core.errors import ConfigError
 from ssebench.core.predictions import BadLine, parse_line
 from ssebench.core.treediff import diff_trees
-from ssebench.daemon.guard import make_folder, remove_folder
-from ssebench.daemon.scratch import copy_tree
-from ssebench.daemon.task import Task
 
 EXIT_NOT_WRITTEN = 3
 

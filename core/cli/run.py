@@ -10,8 +10,9 @@ one-line error is already on stderr) and CMD never runs; 3 when the server did n
 SSE_MCP_TIMEOUT seconds, also without running CMD; 127 when CMD cannot be found.
 
 SIGTERM and SIGINT go on to CMD; when CMD ends, however it ends, the server gets SIGTERM, which
-stops a running call (and its process group) before the server exits. `--difficulty` reaches the
-server and daemon through SSE_DIFFICULTY; CMD sees the environment we were given, unchanged.
+stops a running call (and its process group) before the server exits. The server gets serve's
+flags as they were given to `run` (core/cli/parser.py's serve_argv); CMD sees the environment we
+were given, unchanged.
 As PID 1 of a container, run under an init that reaps orphans (`docker run --init`): we wait
 only for our own two children.
 """

@@ -11,15 +11,12 @@ import logging
 import os
 import sys
 
-from ssebench.core.cli.isolation import announce, choose_isolation
-from ssebench.core.cli.parser import EXIT_OK, MCP_PORT, PUBLIC_HOST
+from ssebench.core.cli import root
+from ssebench.core.cli.isolation import announce
+from ssebench.core.cli.parser import EXIT_OK, MCP_PORT, PUBLIC_HOST, serve_flags
 from ssebench.core.cli.startup import loading
 from ssebench.core.errors import ConfigError
 from ssebench.core.predictions import DEFAULT_MODEL
-from ssebench.core.registry import Registry, build_registry
-from ssebench.core.settings import Settings, load_settings
-from ssebench.daemon.isolation import Mechanism
-from ssebench.daemon.task import Task, load_task
 
 DAEMON_HOST = "127.0.0.1"  # the embedded daemon: loopback only, whatever --host says
 NAME = "ssebench"
@@ -60,69 +57,59 @@ def warn_remote(host: str, what: str) -> None:
 
 
 def cmd_daemon(args: argparse.Namespace) -> int:
-    settings = load_settings(SSE_DIFFICULTY=args.difficulty)
-    registry = build_registry()
-    task = load_task(args.task, registry.checks)
+    setup = root.setup(args)
     check_address(args.host, args.allow_remote)
-    mechanism = choose_isolation(args.isolation, task)
     with loading():
+        from ssebench.core.daemons.inprocess import http_adapter
         from ssebench.core.server.listen import bind_all, serve_all
-        from ssebench.daemon.app import create_app
 
     sockets = bind_all([(args.host, args.port, "--port")])  # in use: one line, nothing said
-    announce(mechanism)
+    announce(setup.mechanism)
     warn_remote(args.host, "serving the daemon (it runs the task's checks and serves their logs)")
-    app = create_app(
-        task,
-        registry,
-        settings.difficulty,
-        mechanism=mechanism,
-        log_dir=settings.log_dir,
-        allowed_hosts=args.allowed_host,
-    )
+    task, level = setup.task, setup.settings.difficulty
+    assert task is not None  # --task is required
     ready = (
         f"ssebench: daemon for {task.path} at http://{url_host(args.host)}:{args.port} "
-        f"(difficulty {settings.difficulty})"
+        f"(difficulty {level})"
     )
-    asyncio.run(serve_all([app], sockets, ready))
+
+    async def serving() -> None:
+        async with root.open_daemon(setup, level) as service:
+            app = http_adapter(service, allowed_hosts=args.allowed_host)
+            assert app is not None
+            await serve_all([app], sockets, ready)
+
+    asyncio.run(serving())
     return EXIT_OK
 
 
-def serve_plan(
-    args: argparse.Namespace, *, confine: bool = True
-) -> tuple[Settings, Registry, Task | None, Mechanism | None]:
+def serve_setup(args: argparse.Namespace, *, confine: bool = True) -> root.Setup:
     """Everything serve checks before it binds: settings, plugins, task, address, isolation (with
     `confine`; `run` leaves that to its server). One line each."""
     from ssebench.core.daemons.connect import daemon_location
 
-    settings = load_settings(
-        SSE_DIFFICULTY=args.difficulty,
-        SSE_DAEMON_URL=args.daemon_url,
-        SSE_PROGRESS_INTERVAL=args.progress_interval,
-    )
-    registry = build_registry()
-    task = None
-    if args.task is not None:
-        if args.daemon_api is not None:
-            raise ConfigError("--daemon-api is for sidecar mode; --task runs our own daemon")
-        task = load_task(args.task, registry.checks)
-    elif daemon_location(settings.daemon_url) is None:
+    if args.task is not None and args.daemon_api is not None:
+        raise ConfigError("--daemon-api is for sidecar mode; --task runs our own daemon")
+    setup = root.setup(args, confine=confine)
+    if setup.task is None and daemon_location(setup.settings.daemon_url) is None:
         raise ConfigError(
             "serve needs --task DIR (embedded daemon), or a daemon to talk to: --daemon-url URL, "
             "SSE_DAEMON_URL, SSE_DAEMON_SOCKET or SSE_AGENT_DOCKER"
         )
-    if task is not None and args.port == args.daemon_port:
+    if setup.task is not None and args.port == args.daemon_port:
         raise ConfigError(
             f"--port and --daemon-port are both {args.port}; the embedded daemon needs its own"
         )
     check_address(args.host, args.allow_remote)
-    mechanism = choose_isolation(args.isolation, task) if task is not None and confine else None
-    return settings, registry, task, mechanism
+    return setup
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    settings, registry, task, mechanism = serve_plan(args)  # refused before the imports
+    setup = serve_setup(args)  # refused before the imports
+    task, settings = setup.task, setup.settings
     with loading():
+        from ssebench.core.daemons.inprocess import http_adapter
+        from ssebench.core.daemons.local import log_owner
         from ssebench.core.server import http
         from ssebench.core.server.listen import bind_all
 
@@ -131,28 +118,29 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if task is not None:
         listen.append((DAEMON_HOST, args.daemon_port, "--daemon-port, the embedded daemon's port"))
     sockets = bind_all(listen)
-    announce(mechanism)
+    announce(setup.mechanism)
     warn_remote(args.host, "serving test_patch")
     where = "sidecar mode"
     if task is not None:
         where = f"task {task.path}, daemon at http://{DAEMON_HOST}:{args.daemon_port}"
     url = f"http://{url_host(args.host)}:{args.port}{http.MCP_PATH}"
-    asyncio.run(
-        http.serve_test_patch(
-            registry=registry,
-            level=settings.difficulty,
-            log_dir=settings.log_dir,
-            task=task,
-            mechanism=mechanism,
-            sockets=sockets,
-            daemon_api=args.daemon_api or "auto",
-            daemon_url=settings.daemon_url,
-            allowed_hosts=args.allowed_host,
-            progress_interval=settings.progress_interval,
-            ready=f"ssebench: serving test_patch at {url} "
-            f"(difficulty {settings.difficulty}, {where})",
-        )
+    serving = http.Serving(
+        tuple(setup.registry.checks),
+        settings.difficulty,
+        settings.log_dir,
+        log_owner=None if task is None else log_owner(task.source),
+        progress_interval=settings.progress_interval,
+        allowed_hosts=args.allowed_host,
     )
+    ready = f"ssebench: serving test_patch at {url} (difficulty {settings.difficulty}, {where})"
+
+    async def serve() -> None:
+        async with root.open_daemon(setup, settings.difficulty, api=args.daemon_api or "auto") as d:
+            await http.serve_test_patch(
+                serving, d, sockets, daemon_app=http_adapter(d), ready=ready
+            )
+
+    asyncio.run(serve())
     return EXIT_OK
 
 
@@ -163,33 +151,46 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not command:
         raise ConfigError("run needs a command after --, e.g. ssebench run --task DIR -- agent")
     # The server would refuse the same settings, but checking here never starts it at all.
-    settings, _, task, _ = serve_plan(args, confine=False)
-    serve_argv = [
-        *(["--isolation", args.isolation] if args.isolation != "none" else ["--no-isolation"]),
-        *(["--task", str(args.task)] if args.task else []),
-        *(["--daemon-url", args.daemon_url] if args.daemon_url else []),
-        *(["--daemon-api", args.daemon_api] if args.daemon_api else []),
-        *["--host", args.host, "--port", str(args.port), "--daemon-port", str(args.daemon_port)],
-        *(["--allow-remote"] if args.allow_remote else []),
-        *(["--progress-interval", str(args.progress_interval)] if args.progress_interval else []),
-        *(arg for name in args.allowed_host for arg in ("--allowed-host", name)),
-    ]
+    setup = serve_setup(args, confine=False)
+    settings, task = setup.settings, setup.task
+    serve = serve_argv(args)
     env = dict(os.environ)
-    if args.difficulty is not None:
-        env["SSE_DIFFICULTY"] = args.difficulty
     # An unspecified address listens on loopback too; the guard accepts 127.0.0.1 as Host.
     probe = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(args.host, args.host)
     url = f"http://{url_host(probe)}:{args.port}/mcp"
     if args.prediction_out is None:
         if args.model is not None or args.task_id is not None:
             raise ConfigError("--model and --task-id name a prediction: use --prediction-out FILE")
-        return run.run(serve_argv, command, url, settings.mcp_timeout, env)
+        return run.run(serve, command, url, settings.mcp_timeout, env)
     if task is None:
         raise ConfigError("--prediction-out records the change to a task's tree: use --task DIR")
     from ssebench.core.cli.prediction import recorded
 
     with recorded(task, args.prediction_out, args.task_id, args.model or DEFAULT_MODEL) as done:
-        return run.run(serve_argv, command, url, settings.mcp_timeout, env, done)
+        return run.run(serve, command, url, settings.mcp_timeout, env, done)
+
+
+def serve_argv(args: argparse.Namespace) -> list[str]:
+    """`serve`'s flags as `args` (of `run`, which takes them all) gives them: how `run` starts
+    its server, read off the one definition of serve's flags."""
+    flags = argparse.ArgumentParser(add_help=False)
+    serve_flags(flags)
+    consts = {a.dest: a.const for a in flags._actions if isinstance(a, argparse._StoreConstAction)}
+    argv: list[str] = []
+    for action in flags._actions:
+        value = getattr(args, action.dest, None)
+        flag = action.option_strings[0]
+        if isinstance(action, argparse._StoreConstAction):
+            argv += [flag] if value == action.const else []
+        elif value is None or value == action.default or consts.get(action.dest) == value:
+            continue  # the server's own default, or said by a flag of its own
+        elif isinstance(action, argparse._StoreTrueAction):
+            argv.append(flag)
+        elif isinstance(action, argparse._AppendAction):
+            argv += [part for one in value for part in (flag, str(one))]
+        else:
+            argv += [flag, str(value)]
+    return argv
 
 
 def registration(agent: str, host: str = PUBLIC_HOST, port: int = MCP_PORT) -> str:

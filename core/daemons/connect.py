@@ -189,9 +189,6 @@ class DaemonConnection:
         async for chunk in (await self.connect()).log_chunks(case):
             yield chunk
 
-    def open_local_logs(self, cases: Sequence[CaseRun]) -> None:
-        return None  # a daemon found at an address is another process: its logs come by HTTP
-
 
 @contextlib.asynccontextmanager
 async def open_daemon(

@@ -1,38 +1,40 @@
-"""Our daemon app in this very process: `ssebench check`, `grade`, the testing kit, and `serve`.
+"""Our daemon in this very process: `ssebench check`, `grade`, the testing kit, and `serve`.
 
-`local_daemon` reaches the daemon app over its real HTTP API without a port, through a
-transport that streams answers; `attach` gives a client for an app this process also serves
-on a socket (embedded `serve`). Either way a failed check's log is read from the spool.
-
-httpx's own ASGITransport collects the whole body before answering and never tells the app
-that the client went away. The in-process daemon needs both: a 1 GiB log must pass through in
-bounded memory, and a cancelled call must reach the daemon as `http.disconnect`, so it stops
-the running command's process group.
+No HTTP in between: the case service (daemon/service.py) is the orchestrator's `Daemon`
+itself, so a cancelled call is a cancelled coroutine (the runner stops the case's processes),
+and a failed check's long log is saved from the spool by the kernel.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import Any
 
-import httpx
-from starlette.applications import Starlette
+from starlette.types import ASGIApp
 
-from ssebench.core.daemons.native import HttpDaemon
 from ssebench.core.registry import Registry
-from ssebench.daemon.app import create_app, spool_lookup
 from ssebench.daemon.isolation import Mechanism
+from ssebench.daemon.service import CaseService
 from ssebench.daemon.task import Task, load_task
 
-_QUEUE_CHUNKS = 8  # at most this many body chunks wait for the reader
 
-
-def attach(app: Starlette, client: httpx.AsyncClient) -> HttpDaemon:
-    """A client of `app`, which runs in this process: logs are read from its spool."""
-    return HttpDaemon(client, local_logs=spool_lookup(app))
+def open_service(
+    task: Task,
+    registry: Registry,
+    level: int | None,
+    *,
+    spool: Path | None = None,
+    mechanism: Mechanism | None = None,
+    log_dir: Path | None = None,
+    log_limit: int | None = None,
+) -> CaseService:
+    """The one place a daemon is made: the case service for `task` at `level` (the caller
+    closes it). `spool` given is the caller's; else the service makes (and removes) its own."""
+    limit = {} if log_limit is None else {"log_limit": log_limit}
+    return CaseService(
+        task, registry, level, spool=spool, mechanism=mechanism, log_dir=log_dir, **limit
+    )
 
 
 @contextlib.asynccontextmanager
@@ -43,113 +45,23 @@ async def local_daemon(
     *,
     mechanism: Mechanism | None = None,
     log_dir: Path | None = None,
-) -> AsyncIterator[HttpDaemon]:
-    """Our daemon app in-process, reached over the same HTTP API without a port; its cases run
-    confined by `mechanism` and never see `log_dir`. The app's lifespan runs around it.
-
-    `task` is a loaded task, or the path of one."""
+) -> AsyncIterator[CaseService]:
+    """The case service for `task` (a loaded task, or the path of one) at `level`, its cases
+    confined by `mechanism` and never seeing `log_dir`; closed afterwards."""
     if isinstance(task, Path):
         task = load_task(task, registry.checks)
-    app = create_app(task, registry, level, mechanism=mechanism, log_dir=log_dir)
-    async with app.router.lifespan_context(app):
-        transport = StreamingASGITransport(app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://daemon") as client:
-            yield attach(app, client)
+    service = open_service(task, registry, level, mechanism=mechanism, log_dir=log_dir)
+    try:
+        yield service
+    finally:
+        await service.aclose()
 
 
-def _scope(request: httpx.Request) -> dict[str, Any]:
-    """The ASGI scope of `request`, as a server would make it for a loopback client."""
-    return {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": request.method,
-        "scheme": request.url.scheme,
-        "path": request.url.path,
-        "raw_path": request.url.raw_path.split(b"?")[0],
-        "query_string": request.url.query,
-        "root_path": "",
-        "headers": [(k.lower(), v) for k, v in request.headers.raw],
-        "server": (request.url.host, request.url.port or 80),
-        "client": ("127.0.0.1", 0),
-    }
+def http_adapter(daemon: object, *, allowed_hosts: Sequence[str] = ()) -> ASGIApp | None:
+    """The /v1 HTTP API on `daemon` when it is our case service (embedded `serve` offers it on
+    its daemon port to callers in other processes); None for a daemon found at an address."""
+    if not isinstance(daemon, CaseService):
+        return None
+    from ssebench.daemon.app import http_app
 
-
-class StreamingASGITransport(httpx.AsyncBaseTransport):
-    def __init__(self, app: Any) -> None:
-        self.app = app
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        body = b"".join([part async for part in request.stream])  # type: ignore[union-attr]
-        scope = _scope(request)
-        chunks: asyncio.Queue[bytes | None] = asyncio.Queue(_QUEUE_CHUNKS)
-        started: asyncio.Future[tuple[int, list[tuple[bytes, bytes]]]] = (
-            asyncio.get_running_loop().create_future()
-        )
-        disconnected = asyncio.Event()
-        sent_body = False
-
-        async def receive() -> dict[str, Any]:
-            nonlocal sent_body
-            if not sent_body:
-                sent_body = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            await disconnected.wait()
-            return {"type": "http.disconnect"}
-
-        async def send(message: dict[str, Any]) -> None:
-            if message["type"] == "http.response.start":
-                started.set_result((message["status"], list(message.get("headers", []))))
-            elif message["type"] == "http.response.body":
-                if message.get("body"):
-                    await chunks.put(message["body"])
-                if not message.get("more_body", False):
-                    await chunks.put(None)
-
-        async def call_app() -> None:
-            try:
-                await self.app(scope, receive, send)
-            finally:
-                if not started.done():
-                    started.set_exception(httpx.RemoteProtocolError("the app sent no answer"))
-                with contextlib.suppress(asyncio.QueueFull):
-                    chunks.put_nowait(None)
-
-        task = asyncio.create_task(call_app())
-        try:
-            status, headers = await asyncio.shield(started)
-        except BaseException:
-            # The caller gave up (cancelled, timed out): tell the app, as a closed socket would.
-            disconnected.set()
-            with contextlib.suppress(BaseException):
-                await asyncio.wait_for(asyncio.shield(task), 5)
-            raise
-        return httpx.Response(
-            status, headers=headers, stream=_Body(chunks, task, disconnected), request=request
-        )
-
-
-class _Body(httpx.AsyncByteStream):
-    def __init__(
-        self, chunks: asyncio.Queue[bytes | None], task: asyncio.Task[None], gone: asyncio.Event
-    ) -> None:
-        self.chunks = chunks
-        self.task = task
-        self.gone = gone
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        while (chunk := await self.chunks.get()) is not None:
-            yield chunk
-        if self.task.done() and self.task.exception() is not None:
-            raise httpx.ReadError(f"the app failed: {self.task.exception()!r}")
-
-    async def aclose(self) -> None:
-        self.gone.set()
-        # Drain so an app blocked on a full queue can finish, then let it end.
-        while not self.task.done():
-            with contextlib.suppress(asyncio.QueueEmpty):
-                self.chunks.get_nowait()
-            await asyncio.sleep(0)
-            await asyncio.wait({self.task}, timeout=0.01)
-        with contextlib.suppress(BaseException):
-            self.task.result()
+    return http_app(daemon, allowed_hosts=allowed_hosts)

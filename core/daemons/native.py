@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import AsyncIterator, Callable, Sequence
-from pathlib import Path
-from typing import BinaryIO
+from collections.abc import AsyncIterator, Sequence
 
 import httpx
 
@@ -19,21 +16,11 @@ DEFAULT_CASE_TIMEOUT = 3600.0  # what the daemon gives a case whose task sets no
 
 
 class HttpDaemon(HttpApi):
-    """Our own daemon over any httpx transport: TCP, or ASGI in this process.
+    """Our own daemon in another process, over its /v1 HTTP API (`ssebench daemon`, or a
+    sidecar's); a daemon in this process is called as the case service itself."""
 
-    `local_logs`, given when the daemon app runs in this very process, maps a log id to the
-    file the daemon spooled it to: a long log is then saved by the kernel instead of streamed.
-    """
-
-    def __init__(
-        self,
-        client: httpx.AsyncClient,
-        *,
-        local_logs: Callable[[str], Path | None] | None = None,
-        timeouts: Timeouts | None = None,
-    ) -> None:
+    def __init__(self, client: httpx.AsyncClient, *, timeouts: Timeouts | None = None) -> None:
         super().__init__(client, timeouts=timeouts)
-        self.local_logs = local_logs
         self.case_timeouts: dict[str, float] = {}
 
     async def health(self) -> Health:
@@ -77,29 +64,3 @@ class HttpDaemon(HttpApi):
             raise DaemonError(f"GET {path}: {describe_error(exc)}") from exc
         if received != case.log_size:
             raise DaemonError(f"GET {path}: got {received} of {case.log_size} bytes")
-
-    def open_local_logs(self, cases: Sequence[CaseRun]) -> list[BinaryIO] | None:
-        """The cases' logs as open files, or None to stream them over HTTP instead.
-
-        None when the daemon is not in this process, or a log is not (or no longer) there:
-        the HTTP route then answers for it, with the error a missing log deserves.
-        """
-        if self.local_logs is None:
-            return None
-        files: list[BinaryIO] = []
-        try:
-            for case in cases:
-                path = self.local_logs(case.log_id)
-                if path is None:
-                    return None  # (the finally closes what was opened)
-                files.append(path.open("rb"))
-                size = os.fstat(files[-1].fileno()).st_size
-                if size != case.log_size:
-                    raise DaemonError(f"log {case.log_id}: {size} bytes, not {case.log_size}")
-            opened, files = files, []  # handed over: the caller closes them
-            return opened
-        except OSError:
-            return None
-        finally:
-            for file in files:
-                file.close()

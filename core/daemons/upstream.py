@@ -168,9 +168,6 @@ class UpstreamDaemon(HttpApi):
         for start in range(0, len(text), _CHUNK):
             yield text[start : start + _CHUNK]
 
-    def open_local_logs(self, cases: Sequence[CaseRun]) -> None:
-        return None  # its logs arrive in its answers, held here: nothing on our disk
-
 
 def _utf8(text: str) -> bytes:
     """Bytes the daemon decoded with surrogateescape come back as they were; else replaced."""

@@ -16,9 +16,11 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
+from daemon_app import create_app
 
 from ssebench.core.registry import Registry, build_registry
-from ssebench.daemon.app import create_app
+from ssebench.daemon.app import http_app
+from ssebench.daemon.service import CaseService
 from ssebench.daemon.task import load_task
 from ssebench.plugins import build, functional, intent, poc
 
@@ -472,8 +474,9 @@ def test_a_command_that_cannot_start_is_a_500_json_error(tmp_path: Path) -> None
 
 def test_without_a_spool_the_app_owns_a_temporary_one(tmp_path: Path) -> None:
     task = make_task(tmp_path)
-    app = create_app(task, REGISTRY, 2)
-    spool = app.state.daemon.spool
+    service = CaseService(task, REGISTRY, 2)
+    app = http_app(service, owned=True)
+    spool = service.spool
 
     async def main() -> bytes:
         async with app.router.lifespan_context(app):

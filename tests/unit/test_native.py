@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
+from daemon_app import create_app
 
 from ssebench.core.case import CaseRun
 from ssebench.core.daemons.base import Timeouts
@@ -25,7 +26,6 @@ from ssebench.core.daemons.native import HttpDaemon
 from ssebench.core.errors import DaemonError
 from ssebench.core.protocol import Health
 from ssebench.core.registry import build_registry
-from ssebench.daemon.app import create_app
 from ssebench.daemon.task import load_task
 from ssebench.plugins import build, functional, intent, poc
 from ssebench.plugins.build import BUILD

@@ -16,11 +16,11 @@ import uuid
 from pathlib import Path
 
 import httpx
+from daemon_app import create_app
 
 from ssebench.core.daemons.native import HttpDaemon
 from ssebench.core.orchestrator import run_test_patch
 from ssebench.core.registry import build_registry
-from ssebench.daemon.app import create_app
 from ssebench.daemon.task import load_task
 
 INTERNAL_FAILURE = (

@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
+from daemon_app import create_app
 from upstream_standin import Standin, StandinTask, create_standin
 
 from ssebench.core import Check, hookimpl
@@ -29,7 +30,6 @@ from ssebench.core.errors import ConfigError, DaemonError
 from ssebench.core.orchestrator import run_checks, run_test_patch
 from ssebench.core.registry import build_registry
 from ssebench.core.report import INTERNAL_FAILURE
-from ssebench.daemon.app import create_app
 from ssebench.daemon.task import load_task
 from ssebench.testing import TaskHandle
 from ssebench.testing.servers import free_port, serving_app

@@ -16,6 +16,7 @@ from typing import Any
 
 import fastmcp
 import pytest
+from daemon_app import create_app
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
 
@@ -24,7 +25,6 @@ from ssebench.core.daemons.connect import open_daemon
 from ssebench.core.registry import build_registry
 from ssebench.core.report import INTERNAL_FAILURE
 from ssebench.core.server.app import build_server
-from ssebench.daemon.app import create_app
 from ssebench.daemon.task import load_task
 from ssebench.testing.calls import tool_text
 from ssebench.testing.servers import check_text, clean_env, free_port, serving_app

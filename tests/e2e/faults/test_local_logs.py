@@ -1,8 +1,8 @@
 """The two ways a failed check's log reaches the report give the same report and saved bytes.
 
-Streamed from the daemon over HTTP (sidecar mode), or read from the spool of a daemon in the
-same process (embedded: `HttpDaemon(local_logs=...)`, decoded only at its head and tail, saved
-by a hard link or a kernel copy). Logs that could go wrong at the seams: a log cut across two
+Streamed from the daemon over HTTP (sidecar mode), or read from the spool of the case service
+in the same process (embedded: decoded only at its head and tail, saved by a hard link or a
+kernel copy). Logs that could go wrong at the seams: a log cut across two
 failed cases, a UTF-8 character split between them, one case's log alone (linked), a short
 log (shown whole, nothing saved), random bytes.
 """
@@ -15,12 +15,12 @@ from pathlib import Path
 
 import httpx
 import pytest
+from daemon_app import create_app
 
-from ssebench.core.daemons.inprocess import StreamingASGITransport
+from ssebench.core.daemons.inprocess import open_service
 from ssebench.core.daemons.native import HttpDaemon
 from ssebench.core.orchestrator import run_test_patch
 from ssebench.core.registry import build_registry
-from ssebench.daemon.app import create_app
 from ssebench.daemon.task import load_task
 from ssebench.testing.servers import write_task
 
@@ -41,13 +41,20 @@ LOGS = {
 def _report(task: Path, log_dir: Path, spool: Path, local: bool) -> str:
     registry = build_registry()
 
+    loaded = load_task(task, registry.checks)
+
     async def run() -> str:
-        app = create_app(load_task(task, registry.checks), registry, 0, spool=spool)
-        transport = StreamingASGITransport(app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://daemon") as client:
-            lookup = app.state.daemon.log_path if local else None
-            daemon = HttpDaemon(client, local_logs=lookup)
-            return await run_test_patch(registry.checks, 0, daemon, log_dir)
+        if local:
+            service = open_service(loaded, registry, 0, spool=spool)
+            try:
+                return await run_test_patch(registry.checks, 0, service, log_dir)
+            finally:
+                service.close()
+        app = create_app(loaded, registry, 0, spool=spool)
+        async with app.router.lifespan_context(app):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://daemon") as client:
+                return await run_test_patch(registry.checks, 0, HttpDaemon(client), log_dir)
 
     return asyncio.run(run())
 

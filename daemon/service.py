@@ -1,0 +1,193 @@
+"""The daemon's cases as a service: what the level lets run, one run at a time, judged, logged.
+
+This is the daemon. In-process callers (`check`, `grade`, the testing kit, embedded `serve`)
+call it as the orchestrator's `Daemon`; the HTTP app (daemon/app.py) is a thin adapter on it
+for a daemon in another process. It enforces the level itself, whoever calls: a withheld
+check is `Withheld` whatever the case index, so its number of cases cannot be probed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import BinaryIO
+
+from ssebench.core.case import CaseRun
+from ssebench.core.check import Check
+from ssebench.core.errors import DaemonError
+from ssebench.core.registry import Registry
+from ssebench.daemon.cases import Cases
+from ssebench.daemon.guard import make_folder, remove_folder
+from ssebench.daemon.isolation import Mechanism
+from ssebench.daemon.runner import LOG_LIMIT, RunnerError
+from ssebench.daemon.task import DEFAULT_TIMEOUT, Task
+
+_CHUNK = 1 << 16
+
+
+class NotFound(DaemonError):
+    """No such check, case or log (HTTP 404)."""
+
+
+class Withheld(DaemonError):
+    """A check the level withholds (HTTP 403), whatever else the request named."""
+
+
+@dataclass(frozen=True)
+class Listed:
+    """A check that runs at this level, as the daemon lists it."""
+
+    check: Check
+    cases: int
+    timeout: float
+
+
+class CaseService:
+    """One task's cases at one level (None: the evaluator's, every check), confined by
+    `mechanism`, never able to read the spool nor `log_dir` (where the server saves logs)."""
+
+    def __init__(
+        self,
+        task: Task,
+        registry: Registry,
+        level: int | None,
+        *,
+        spool: Path | None = None,
+        mechanism: Mechanism | None = None,
+        log_dir: Path | None = None,
+        log_limit: int = LOG_LIMIT,
+    ) -> None:
+        self.task = task
+        self.registry = registry
+        self.level = level
+        self._own_spool = spool is None
+        self.spool = make_folder("ssebench-logs-") if spool is None else spool
+        hidden = [self.spool, *([log_dir] if log_dir is not None else [])]
+        enabled = registry.at_level(level).enabled
+        self.cases = Cases(task, enabled, hidden=hidden, mechanism=mechanism, log_limit=log_limit)
+        self.lock = asyncio.Lock()
+        self.logs: dict[str, Path] = {}
+        self.latest: dict[tuple[str, int], str] = {}
+
+    # --- the level's rules, for every caller ------------------------------------------------
+
+    def listing(self) -> list[Listed]:
+        """The checks that run at this level, in order, with their number of cases."""
+        listed = []
+        for check in self.registry.at_level(self.level).enabled:
+            table = self.task.checks.get(check.key)
+            cases, timeout = (len(table.cases), table.timeout) if table else (0, DEFAULT_TIMEOUT)
+            listed.append(Listed(check, cases, timeout))
+        return listed
+
+    def check(self, key: str) -> Check:
+        """The check `key` names, if the level runs it; decided before any index is read."""
+        check = self.registry.by_key(key)
+        if check is None:
+            raise NotFound(f"no check {key!r}")
+        if not check.runs_at(self.level):
+            raise Withheld(f"{check.name}: not available at difficulty level {self.level}")
+        return check
+
+    async def run(self, key: str, index: int) -> CaseRun:
+        """Case `index` of check `key` on the tree as it is now, judged. NotFound, Withheld;
+        RunnerError when the command could not be started at all."""
+        check = self.check(key)
+        table = self.task.checks.get(key)
+        if table is None or not 0 <= index < len(table.cases):
+            raise NotFound(f"no case {index} of {check.name}")
+        async with self.lock:
+            log_id, log_path = self._new_log(key, index)
+            finished = await self.cases.run(
+                table.cases[index], timeout=table.timeout, log_path=log_path
+            )
+            run = replace(
+                finished,
+                options=table.options_of(index),
+                key=key,
+                index=index,
+                log_id=log_id,
+                log_size=log_path.stat().st_size,
+            )
+            passed = await asyncio.to_thread(table.check.judge, run)
+            return replace(run, passed=bool(passed))
+
+    def _new_log(self, key: str, index: int) -> tuple[str, Path]:
+        """A new spooled log for the case, replacing its last one (only the newest is kept)."""
+        log_id = uuid.uuid4().hex
+        old = self.latest.pop((key, index), None)
+        if old is not None:
+            with contextlib.suppress(OSError):  # gone with its folder, say
+                self.logs.pop(old).unlink(missing_ok=True)
+        # A temp cleaner may have removed the spool of a long-lived daemon: make it again, or
+        # every later run would fail to open its log.
+        try:
+            self.spool.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RunnerError(f"cannot make the log folder {self.spool}: {exc}") from exc
+        path = self.logs[log_id] = self.spool / f"{log_id}.log"
+        self.latest[key, index] = log_id
+        return log_id, path
+
+    def log_path(self, log_id: str) -> Path:
+        path = self.logs.get(log_id)
+        if path is None or not path.exists():
+            raise NotFound("no such log")
+        return path
+
+    # --- the orchestrator's Daemon, in this process -------------------------------------------
+
+    async def case_counts(self, checks: Sequence[Check]) -> dict[str, int | None]:
+        counts = {listed.check.key: listed.cases for listed in self.listing()}
+        missing = [check.key for check in checks if check.key not in counts]
+        if missing:
+            raise DaemonError(f"the daemon does not offer {', '.join(missing)}")
+        return {check.key: counts[check.key] for check in checks}
+
+    async def run_case(self, check: Check, index: int) -> CaseRun:
+        try:
+            run = await self.run(check.key, index)
+        except RunnerError as exc:
+            raise DaemonError(str(exc)) from exc
+        # As the wire would give it: the daemon's own paths and options stay in the daemon.
+        return replace(run, log_path=None, options=None)
+
+    async def log_chunks(self, case: CaseRun) -> AsyncIterator[bytes]:
+        with self.log_path(case.log_id).open("rb") as log:
+            while chunk := await asyncio.to_thread(log.read, _CHUNK):
+                yield chunk
+
+    def open_logs(self, cases: Iterable[CaseRun]) -> list[BinaryIO]:
+        """The cases' logs as open files (the caller closes them): a long log is then saved
+        by the kernel, not streamed. DaemonError when one is gone or not the size run said."""
+        files: list[BinaryIO] = []
+        try:
+            for case in cases:
+                files.append(self.log_path(case.log_id).open("rb"))
+                size = os.fstat(files[-1].fileno()).st_size
+                if size != case.log_size:
+                    raise DaemonError(f"log {case.log_id}: {size} bytes, not {case.log_size}")
+            opened, files = files, []  # handed over
+            return opened
+        except OSError as exc:
+            raise DaemonError(f"cannot read a log: {exc}") from exc
+        finally:
+            for file in files:
+                file.close()
+
+    def close(self) -> None:
+        """End the cases' supervisor (it kills whatever still runs) and remove our spool."""
+        self.cases.close()
+        if self._own_spool:
+            remove_folder(self.spool)
+
+    async def aclose(self) -> None:
+        """close(), once the stops of cancelled runs have finished (a server shutting down
+        cancels its calls; their cases must be stopped, not dropped)."""
+        await self.cases.aclose()
+        self.close()

@@ -1,0 +1,93 @@
+"""Meta-tests of the shapes DESIGN.md's Layout names: one path per job.
+
+- The daemon's cases are a service: an in-process caller calls it as objects; no ASGI
+  transport stands between our own code and our own daemon.
+- One place makes a daemon (core/daemons/inprocess.py's `open_service`).
+- The daemon layer has one door: above it, only core/daemons and core/server import daemon/.
+Each rule is also shown to find what it forbids, so it cannot pass by finding nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+ABOVE_THE_DAEMON = ("core", "testing", "plugins")
+DOORS = ("core/daemons", "core/server")
+
+
+def sources(*folders: str) -> Iterator[tuple[str, ast.Module]]:
+    for folder in folders:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            yield str(path.relative_to(ROOT)), ast.parse(path.read_text())
+
+
+def daemon_imports(name: str, tree: ast.Module) -> list[str]:
+    """Where `tree` imports ssebench.daemon (at any depth, lazily too)."""
+    found = []
+    for node in ast.walk(tree):
+        modules = []
+        if isinstance(node, ast.ImportFrom) and node.module:
+            modules = [node.module]
+        elif isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        found += [f"{name}:{node.lineno} {m}" for m in modules if m.startswith("ssebench.daemon")]
+    return found
+
+
+def transports(name: str, tree: ast.Module) -> list[str]:
+    """Classes that are an httpx transport, and uses of httpx's ASGI transport."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            bases = [ast.unparse(base) for base in node.bases]
+            if any(base.endswith(("BaseTransport", "AsyncBaseTransport")) for base in bases):
+                found.append(f"{name}:{node.lineno} class {node.name}")
+        if isinstance(node, ast.Attribute) and node.attr == "ASGITransport":
+            found.append(f"{name}:{node.lineno} ASGITransport")
+    return found
+
+
+def services_made(name: str, tree: ast.Module) -> list[str]:
+    return [
+        f"{name}:{node.lineno}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == "CaseService"
+    ]
+
+
+def test_only_the_doors_import_the_daemon_layer() -> None:
+    found = [
+        where
+        for name, tree in sources(*ABOVE_THE_DAEMON)
+        if not name.startswith(DOORS)
+        for where in daemon_imports(name, tree)
+    ]
+    assert found == []
+
+
+def test_no_asgi_transport_between_our_code_and_our_daemon() -> None:
+    found = [where for name, tree in sources(*ABOVE_THE_DAEMON, "daemon") for where in
+             transports(name, tree)]  # fmt: skip
+    assert found == []
+
+
+def test_one_place_makes_a_daemon() -> None:
+    found = [where for name, tree in sources(*ABOVE_THE_DAEMON, "daemon") for where in
+             services_made(name, tree)]  # fmt: skip
+    assert [where.split(":")[0] for where in found] == ["core/daemons/inprocess.py"]
+
+
+def test_the_rules_find_what_they_forbid() -> None:
+    tree = ast.parse(
+        "import httpx\n"
+        "def f():\n    from ssebench.daemon.task import load_task\n"
+        "class T(httpx.AsyncBaseTransport): pass\n"
+        "x = httpx.ASGITransport(app)\n"
+        "s = CaseService(task)\n"
+    )
+    assert daemon_imports("m", tree) == ["m:3 ssebench.daemon.task"]
+    assert transports("m", tree) == ["m:4 class T", "m:5 ASGITransport"]
+    assert services_made("m", tree) == ["m:6"]
