@@ -1,7 +1,7 @@
 """Throw-away tasks run through the real daemon app, in-process: the kit's tasks and handles.
 
-The same code path as `ssebench check`: the daemon's HTTP app behind an in-process streaming
-transport, the orchestrator, the report.
+The same code path as `ssebench check`: the daemon's case service in this process, the
+orchestrator, the report.
 """
 
 from __future__ import annotations
