@@ -172,7 +172,7 @@ class Runner:
             if self._reader is not None and not self._reader.done():
                 return
             if self._sock is not None:  # it died (killed from outside): start another
-                self.close()
+                self._end_supervisor()  # its reader failed its cases; later ones wait on
             ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             try:
                 self._proc = subprocess.Popen(
@@ -230,12 +230,15 @@ class Runner:
     def close(self) -> None:
         """End the supervisor: it kills whatever still runs, then exits. Whoever still waits
         for an answer (a call being cancelled while the server stops) has it now."""
-        if self._reader is not None:
-            self._reader.cancel()
         for future in self._answers.values():
             if not future.done():
                 future.set_exception(RunnerError("the case supervisor was closed"))
         self._answers.clear()
+        self._end_supervisor()
+
+    def _end_supervisor(self) -> None:
+        if self._reader is not None:
+            self._reader.cancel()
         if self._sock is not None:
             _close(self._sock, self._proc)
         self._sock = self._proc = self._reader = None
