@@ -8,7 +8,7 @@ session stays open, as an agent's does; pairs alternate which side goes first.
 
 Figures: the median of each side, their ratio, and the median added latency (call minus
 script, pair by pair); again with commands that take no time, which is the overhead alone.
-Targets: ratio <= 1.05 with about 2 s of commands, median added latency <= 100 ms.
+Targets: ratio <= 1.05 with about 2 s of commands, median added latency <= 20 ms (isolation on).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from ssebench.testing.calls import tool_text
 from ssebench.testing.servers import clean_env, serving, write_task
 
 RATIO_TARGET = 1.05
-ADDED_TARGET = 0.100
+ADDED_TARGET = 0.020  # issue 19: with isolation on (it was 100 ms before isolation)
 CHECKS = ("build", "pocs", "intent", "functional")
 
 
