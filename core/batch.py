@@ -245,10 +245,10 @@ async def grade_all(
     grader: Callable[[Path], str | None] = lambda folder: "locally, confined",
     on_graded: Callable[[Graded], None] = lambda graded: None,
 ) -> list[Graded]:
-    """Every item's verdict, in the items' order; `jobs` grades at once, each task hashed once,
-    an earlier verdict reused only for the same model, patch, task, ssebench and `grader` (how
-    a task's grades run: the backend, the isolation, the image; None: not known, never reused)."""
-    slots = asyncio.Semaphore(jobs)
+    """Every item's verdict, in the items' order; `jobs` workers take the items in that order
+    (however long each task takes to hash), each task hashed once, an earlier verdict reused
+    only for the same model, patch, task, ssebench and `grader` (how a task's grades run: the
+    backend, the isolation, the image; None: not known, never reused)."""
     graded_with = _Records(tasks, grader)
 
     async def judged(item: Prediction) -> Graded:
@@ -256,10 +256,9 @@ async def grade_all(
         earlier = _earlier(item, out, record)
         if isinstance(earlier, Graded):
             return earlier
-        async with slots:
-            graded = await grade_one(
-                item, tasks, out, command, options, timeout=timeout, graded_with=record
-            )
+        graded = await grade_one(
+            item, tasks, out, command, options, timeout=timeout, graded_with=record
+        )
         return replace(graded, again=earlier)
 
     async def one(item: Prediction | BadLine) -> Graded:
@@ -270,7 +269,17 @@ async def grade_all(
         on_graded(graded)
         return graded
 
-    return list(await asyncio.gather(*(one(item) for item in items)))
+    results: list[Graded] = []
+    queue = iter(items)  # shared: each worker takes the next item, so they start in order
+
+    async def worker() -> None:
+        for item in queue:
+            index = len(results)
+            results.append(Graded(item, ERROR, "not graded"))  # its place, filled below
+            results[index] = await one(item)
+
+    await asyncio.gather(*(worker() for _ in range(max(1, jobs))))
+    return results
 
 
 def summarize(graded: Sequence[Graded]) -> dict[str, Any]:

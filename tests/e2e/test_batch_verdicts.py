@@ -206,16 +206,21 @@ def test_ctrl_c_says_what_is_kept_and_that_a_rerun_resumes(tmp_path: Path) -> No
     args = ["--tasks", str(tasks), "--predictions", str(preds), "--out", str(out), "-j", "2"]
     proc = subprocess.Popen([*SSEBENCH, "grade", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=dict(os.environ))  # fmt: skip
-    deadline = time.monotonic() + 120
-    while (
-        not (out / "m" / "quick" / "result.json").exists()
-        or not (out / "m" / "slow" / "grade.log").exists()
-    ):
-        assert time.monotonic() < deadline and proc.poll() is None
-        time.sleep(0.05)
-    time.sleep(1)
-    proc.send_signal(signal.SIGINT)
-    _, stderr = proc.communicate(timeout=60)
+    try:
+        deadline = time.monotonic() + 120
+        while (
+            not (out / "m" / "quick" / "result.json").exists()
+            or not (out / "m" / "slow" / "grade.log").exists()
+        ):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        time.sleep(1)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    finally:  # failed: its grades' `sleep 300` must not outlive the test
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            proc.communicate(timeout=60)
     assert proc.returncode == 130
     assert stderr.splitlines()[-1] == (
         f"ssebench: stopped: 1 of 3 predictions have a verdict in {out}; run the same "

@@ -107,6 +107,24 @@ def test_verdicts_errors_and_what_a_rerun_skips(tmp_path: Path, stand_in: list[s
     ]
 
 
+def test_predictions_start_in_the_order_of_the_file(tmp_path: Path, stand_in: list[str]) -> None:
+    """However long each task takes to hash: a run is taken in order (a user watching it, a
+    Ctrl-C after the first prediction, a slow task further down all expect that)."""
+    tasks, out = tmp_path / "tasks", tmp_path / "out"
+    (tasks / "small").mkdir(parents=True)
+    (tasks / "big").mkdir()
+    for number in range(3000):  # its hash takes far longer than the small one's
+        (tasks / "big" / f"file-{number}.c").write_text(f"int x{number};\n" * 50)
+    items = [prediction(0, "big", "resolved"), prediction(1, "small", "resolved"),
+             prediction(2, "big", "unresolved", model="n")]  # fmt: skip
+    seen: list[str] = []
+    asyncio.run(
+        grade_all(items, tasks, out, jobs=1, command=stand_in,
+                  on_graded=lambda g: seen.append(f"{g.item.model}/{g.item.task}"))
+    )  # fmt: skip
+    assert seen == ["m/big", "m/small", "n/big"]
+
+
 def test_summary() -> None:
     graded = [
         Graded(prediction(0, "a", ""), RESOLVED),
