@@ -33,7 +33,8 @@ from _common import (
 )
 
 from ssebench.testing.calls import tool_text
-from ssebench.testing.servers import clean_env, serving, write_task
+from ssebench.testing.procs import kill_all
+from ssebench.testing.servers import clean_env, start_server, write_task
 
 RATIO_TARGET = 1.05
 ADDED_TARGET = 0.020  # issue 19: with isolation on (it was 100 ms before isolation)
@@ -67,12 +68,15 @@ def write_script(task: Path, cmds: dict[str, str]) -> Path:
     return script
 
 
-def measure(tmp: Path, seconds: float, pairs: int) -> dict[str, float]:
+def measure(tmp: Path, seconds: float, pairs: int, isolation: str = "auto") -> dict[str, float]:
     cmds = commands(seconds)
     task = command_task(tmp / f"task-{seconds}", cmds)
     script = write_script(task, cmds)
     env = clean_env(tmp, SSE_TASK_DIR=str(task), SSE_SOURCE_DIR=str(task / "src"))
-    with serving(tmp, task, 0, env=clean_env(tmp)) as server:
+    how = ["--no-isolation"] if isolation == "none" else ["--isolation", isolation]
+    args = ["--task", str(task), "--difficulty", "0", *how]
+    server = start_server(tmp, args, env=clean_env(tmp), task=task)
+    try:
 
         async def session() -> tuple[list[float], list[float], str]:
             async with fastmcp.Client(server.url) as client:
@@ -99,6 +103,9 @@ def measure(tmp: Path, seconds: float, pairs: int) -> dict[str, float]:
                 return ours, base, texts.pop()
 
         ours, base, text = asyncio.run(session())
+    finally:
+        server.stop()
+        kill_all(task)
     assert "- functional tests: passed" in text and "intent: done" in text, text
     added = [a - b for a, b in zip(ours, base, strict=True)]
     return {
@@ -117,6 +124,8 @@ def main(args: object) -> dict[str, object]:
     with scratch("ssebench-bench-overhead-") as tmp:
         timed = measure(tmp, seconds, pairs)
         bare = measure(tmp, 0.0, pairs)
+        # The same ~0 s commands under each other way of confining them (the default is above).
+        others = {way: measure(tmp, 0.0, pairs, way) for way in args.compare}  # type: ignore[attr-defined]
     ok_ratio = timed["ratio"] <= RATIO_TARGET
     ok_added = timed["added"] <= ADDED_TARGET
     rows = [
@@ -137,6 +146,10 @@ def main(args: object) -> dict[str, object]:
         ("commands ~0 s: test_patch over MCP", f"{bare['call'] * 1000:.1f} ms", ""),
         ("commands ~0 s: one bash script", f"{bare['direct'] * 1000:.1f} ms", ""),
         ("commands ~0 s: added latency, median", f"{bare['added'] * 1000:.1f} ms", ""),
+        *[
+            (f"commands ~0 s, --isolation {way}: added", f"{other['added'] * 1000:.1f} ms", "")
+            for way, other in others.items()
+        ],
     ]
     print(f"machine: {machine()}")
     print(table("overhead: test_patch over MCP vs the same four commands in one script", rows))
@@ -151,6 +164,13 @@ def cli() -> object:
     p = parser(__doc__)
     p.add_argument("--pairs", type=int, default=7)
     p.add_argument("--seconds", type=float, default=2.0, help="the four commands together")
+    p.add_argument(
+        "--compare",
+        action="append",
+        default=[],
+        choices=["none", "landlock", "bubblewrap"],
+        help="also measure ~0 s commands under this --isolation (repeatable)",
+    )
     return p
 
 

@@ -10,6 +10,7 @@ the spool, the saved logs or the shared temporary folders.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import uuid
 from collections.abc import Iterable, Mapping
@@ -42,6 +43,14 @@ def reachable(path: str, roots: Iterable[str]) -> bool:
     )
 
 
+@functools.lru_cache(maxsize=16)
+def _reachable_path(path: str, roots: tuple[str, ...]) -> str:
+    """$PATH less what `roots` do not reach: the same for every case of a daemon, so found once
+    (each entry's realpath is a few system calls, for every case otherwise)."""
+    kept = [entry for entry in path.split(":") if entry and reachable(entry, roots)]
+    return ":".join(dict.fromkeys(kept))
+
+
 def case_environment(
     environ: Mapping[str, str], task: Task, case_dir: Path, roots: Iterable[str] = ("/",)
 ) -> dict[str, str]:
@@ -50,8 +59,7 @@ def case_environment(
     mechanism alike), its own TMPDIR and HOME, the task's `env` and SSE_TASK_DIR/SOURCE_DIR."""
     env = {name: value for name, value in environ.items() if not is_own_setting(name)}
     if "PATH" in env:
-        kept = [entry for entry in env["PATH"].split(":") if entry and reachable(entry, roots)]
-        env["PATH"] = ":".join(dict.fromkeys(kept))
+        env["PATH"] = _reachable_path(env["PATH"], tuple(roots))
     env.update(TMPDIR=str(case_dir / "tmp"), HOME=str(case_dir / "home"))
     env.update(task.case_env())
     env.update(SSE_TASK_DIR=str(task.directory), SSE_SOURCE_DIR=str(task.source))
@@ -110,6 +118,7 @@ class Cases:
         # process die. Each case's folder inside is its own, made fresh and removed after it.
         self.root = make_folder("ssebench-cases-", reachable=True)
         self.runner = Runner(mechanism, policy, grace=grace, log_limit=log_limit)
+        self._removals: set[asyncio.Future[None]] = set()  # folders of ended cases
 
     async def run(self, command: str, *, timeout: float, log_path: Path) -> CaseRun:
         case_dir = self.root / uuid.uuid4().hex
@@ -117,24 +126,29 @@ class Cases:
             folder.mkdir(mode=0o700)
             if os.geteuid() == 0:
                 os.chown(folder, self.user.uid, self.user.gid)
-        roots = (*self.roots, str(case_dir))
         try:
             return await self.runner.run(
                 command,
                 cwd=self.task.source,
-                env=case_environment(os.environ, self.task, case_dir, roots),
+                env=case_environment(os.environ, self.task, case_dir, self.roots),
                 timeout=timeout,
                 log_path=log_path,
                 case_dir=case_dir,
             )
         finally:
-            await asyncio.to_thread(remove_tree, case_dir)
+            # Nothing of the case runs now: its folder goes while the next case starts (no
+            # other case can reach it: each sees only its own).
+            removal = asyncio.ensure_future(asyncio.to_thread(remove_tree, case_dir))
+            self._removals.add(removal)
+            removal.add_done_callback(self._removals.discard)
 
     def close(self) -> None:
         self.runner.close()
         remove_folder(self.root, remove_tree)
 
     async def aclose(self) -> None:
-        """close(), once the stops of cancelled cases have finished."""
+        """close(), once the stops of cancelled cases and the removal of folders finished."""
         await self.runner.aclose()
+        if self._removals:
+            await asyncio.wait(set(self._removals))
         self.close()
