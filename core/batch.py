@@ -30,6 +30,7 @@ from typing import Any
 
 from ssebench.core.digests import sha256, ssebench_version, task_sha256
 from ssebench.core.predictions import BadLine, Prediction
+from ssebench.core.verdicts import GradedWith, RunError, SavedGrade, Summary, dump
 
 RESULT, PATCH, LOGS, GRADE_LOG = "result.json", "patch.diff", "logs", "grade.log"
 GRADED_WITH = "graded_with"
@@ -70,16 +71,20 @@ def write_json(path: Path, data: Any) -> None:
 
 def read_result(path: Path) -> dict[str, Any] | None:
     """A finished grade's JSON, or None when there is none (or not a whole one)."""
+    saved = _saved(path)
+    return None if saved is None else dump(saved)
+
+
+def _saved(path: Path) -> SavedGrade | None:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return SavedGrade.model_validate_json(path.read_bytes())
+    except (OSError, ValueError):  # pydantic's ValidationError is a ValueError
         return None
-    ok = isinstance(data, dict) and isinstance(data.get("resolved"), bool)
-    return data if ok else None
 
 
-def _verdict(result: dict[str, Any]) -> str:
-    return RESOLVED if result["resolved"] else UNRESOLVED
+def _verdict(result: dict[str, Any] | SavedGrade) -> str:
+    resolved = result.resolved if isinstance(result, SavedGrade) else result["resolved"]
+    return RESOLVED if resolved else UNRESOLVED
 
 
 def _error_line(grade_log: Path) -> str:
@@ -141,7 +146,7 @@ async def grade_one(
     options: Sequence[str] = (),
     *,
     timeout: float | None = None,
-    graded_with: dict[str, Any] | None = None,
+    graded_with: GradedWith | None = None,
 ) -> Graded:
     """Grade one prediction by `command grade --task --patch [options]` (`command` is how to
     run ssebench); its verdict, and its files under `out`, the verdict with `graded_with`."""
@@ -159,7 +164,8 @@ async def grade_one(
     with contextlib.suppress(ValueError):
         result = json.loads(output)
     if code in (0, 1) and isinstance(result, dict) and isinstance(result.get("resolved"), bool):
-        write_json(folder / RESULT, {**result, GRADED_WITH: graded_with})
+        saved = {**result, GRADED_WITH: None if graded_with is None else dump(graded_with)}
+        write_json(folder / RESULT, saved)
         return Graded(prediction, _verdict(result), seconds=seconds)
     if code is None:
         error = TIMED_OUT.format(timeout)
@@ -172,26 +178,26 @@ async def grade_one(
     return Graded(prediction, ERROR, error, seconds=seconds)
 
 
-def _earlier(item: Prediction, out: Path, graded_with: dict[str, Any]) -> Graded | str | None:
+def _earlier(item: Prediction, out: Path, graded_with: GradedWith) -> Graded | str | None:
     """What an earlier run left for `item`: its verdict to reuse (or an error: another model's
     verdict in its folder), else why it is graded again; None when there is none."""
-    saved = read_result(out / item.folder / RESULT)
+    saved = _saved(out / item.folder / RESULT)
     if saved is None:
         return None
-    recorded = saved.get(GRADED_WITH)
-    if not isinstance(recorded, dict):
+    recorded = saved.graded_with
+    if recorded is None:
         return "no record of what it was graded with"
-    if recorded.get("model") != item.model:
-        owner = recorded.get("model")
+    if recorded.model != item.model:
+        owner = recorded.model
         error = f"{out / item.folder} holds the verdict of model {owner!r}, not of {item.model!r}"
         return Graded(item, ERROR, error)
     for key, why in (("patch_sha256", "the patch changed"), ("task_sha256", "the task changed")):
-        if graded_with[key] is None or recorded.get(key) != graded_with[key]:
+        if getattr(graded_with, key) is None or getattr(recorded, key) != getattr(graded_with, key):
             return why
-    if graded_with["grader"] is None or recorded.get("grader") != graded_with["grader"]:
-        return f"it was graded {recorded.get('grader') or 'otherwise'}"
-    if recorded.get("ssebench") != graded_with["ssebench"]:
-        return f"ssebench {recorded.get('ssebench')} graded it"
+    if graded_with.grader is None or recorded.grader != graded_with.grader:
+        return f"it was graded {recorded.grader or 'otherwise'}"
+    if recorded.ssebench != graded_with.ssebench:
+        return f"ssebench {recorded.ssebench} graded it"
     return Graded(item, _verdict(saved), reused=True)
 
 
@@ -207,19 +213,19 @@ class _Records:
     def _facts(self, folder: Path) -> tuple[str | None, str | None]:
         return task_sha256(folder), self.grader(folder)
 
-    async def __call__(self, item: Prediction) -> dict[str, Any]:
+    async def __call__(self, item: Prediction) -> GradedWith:
         if item.task not in self.found:
             job = asyncio.to_thread(self._facts, self.tasks / item.task)
             self.found[item.task] = asyncio.create_task(job)
         task_hash, how = await self.found[item.task]
-        return {
-            "model": item.model,
-            "task": item.task,
-            "patch_sha256": sha256(item.patch_bytes),
-            "task_sha256": task_hash,
-            "ssebench": ssebench_version(),
-            "grader": how,
-        }
+        return GradedWith(
+            model=item.model,
+            task=item.task,
+            patch_sha256=sha256(item.patch_bytes),
+            task_sha256=task_hash,
+            ssebench=ssebench_version(),
+            grader=how,
+        )
 
 
 def _refused(item: Prediction, tasks: Path) -> Graded | None:
@@ -289,16 +295,18 @@ def summarize(graded: Sequence[Graded]) -> dict[str, Any]:
         if isinstance(g.item, Prediction) and g.verdict in ids:
             ids[g.verdict].append(g.item.id)
     errors = [
-        {"line": g.item.line, "model": g.item.model, "task": g.item.task, "error": g.error}
+        RunError(line=g.item.line, model=g.item.model, task=g.item.task, error=g.error)
         for g in graded
         if g.verdict == ERROR
     ]
-    return {
-        "total": len(graded),
-        "resolved": len(ids[RESOLVED]),
-        "unresolved": len(ids[UNRESOLVED]),
-        "errors": len(errors),
-        "resolved_ids": ids[RESOLVED],
-        "unresolved_ids": ids[UNRESOLVED],
-        "error_list": errors,
-    }
+    return dump(
+        Summary(
+            total=len(graded),
+            resolved=len(ids[RESOLVED]),
+            unresolved=len(ids[UNRESOLVED]),
+            errors=len(errors),
+            resolved_ids=ids[RESOLVED],
+            unresolved_ids=ids[UNRESOLVED],
+            error_list=errors,
+        )
+    )

@@ -10,39 +10,50 @@ from typing import Any
 from ssebench.core.case import CaseRun
 from ssebench.core.check import Outcome, Status
 from ssebench.core.orchestrator import Daemon, LocalLogs
+from ssebench.core.verdicts import Applied, CaseVerdict, CheckVerdict, Grade, PatchGrade, dump
 
 # What a case tells the evaluator; its log id and size mean nothing once the daemon is gone.
 CASE_FIELDS = ("index", "passed", "exit_code", "signal", "timed_out", "seconds")
 
 
 def case_json(case: CaseRun) -> dict[str, Any]:
-    return {name: getattr(case, name) for name in CASE_FIELDS}
+    return dump(_case(case))
+
+
+def _case(case: CaseRun) -> CaseVerdict:
+    return CaseVerdict(**{name: getattr(case, name) for name in CASE_FIELDS})
+
+
+def _checks(outcome: Outcome) -> list[CheckVerdict]:
+    return [
+        CheckVerdict(
+            key=o.check.key,
+            name=o.check.name,
+            status=o.status.value.lower(),
+            detail=o.check.detail(o),
+            cases=[_case(case) for case in o.cases],
+        )
+        for o in outcome.outcomes
+    ]
 
 
 def grade_json(outcome: Outcome) -> dict[str, Any]:
-    checks = [
-        {
-            "key": o.check.key,
-            "name": o.check.name,
-            "status": o.status.value.lower(),
-            "detail": o.check.detail(o),
-            "cases": [case_json(case) for case in o.cases],
-        }
-        for o in outcome.outcomes
-    ]
     resolved = all(o.status is Status.PASSED for o in outcome.outcomes)
-    return {"resolved": resolved, "checks": checks}
+    return dump(Grade(resolved=resolved, checks=_checks(outcome)))
 
 
 def patched_grade_json(outcome: Outcome | None, patch_error: str | None) -> dict[str, Any]:
     """A grade of a patch: whether it applied, between the verdict and the checks. A patch
     that does not apply runs no check and is unresolved."""
-    graded = grade_json(outcome) if outcome is not None else {"resolved": False, "checks": []}
-    return {
-        "resolved": patch_error is None and graded["resolved"],
-        "patch": {"applied": patch_error is None, "error": patch_error},
-        "checks": graded["checks"],
-    }
+    checks = _checks(outcome) if outcome is not None else []
+    resolved = outcome is not None and all(o.status is Status.PASSED for o in outcome.outcomes)
+    return dump(
+        PatchGrade(
+            resolved=patch_error is None and resolved,
+            patch=Applied(applied=patch_error is None, error=patch_error),
+            checks=checks,
+        )
+    )
 
 
 def log_name(key: str, index: int) -> str:

@@ -14,7 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ssebench.core import verdicts
 from ssebench.core.check import Check, Outcome
+from ssebench.core.verdicts import dump
 
 Verdicts = tuple[bool | None, ...]  # one per run: passed, failed, or None when it did not run
 SHIPPED, FIXED = "as shipped", "with the fix"
@@ -156,21 +158,23 @@ def validation_table(validation: Validation) -> str:
 
 
 def validation_json(validation: Validation) -> dict[str, Any]:
-    return {
-        "sound": validation.sound,
-        "runs": validation.runs,
-        "fix": {"applied": validation.fix_error is None, "error": validation.fix_error},
-        "problems": list(validation.problems),
-        "flaky": list(validation.flaky),
-        "warnings": list(validation.warnings),
-        "cases": [
-            {
-                "check": row.check.key,
-                "name": row.check.name,
-                "index": row.index,
-                "as_shipped": list(row.shipped),
-                "with_fix": list(row.fixed),
-            }
-            for row in validation.cases
-        ],
-    }
+    return dump(
+        verdicts.Validation(
+            sound=validation.sound,
+            runs=validation.runs,
+            fix=verdicts.Fix(applied=validation.fix_error is None, error=validation.fix_error),
+            problems=list(validation.problems),
+            flaky=list(validation.flaky),
+            warnings=list(validation.warnings),
+            cases=[
+                verdicts.CaseVerdicts(
+                    check=row.check.key,
+                    name=row.check.name,
+                    index=row.index,
+                    as_shipped=list(row.shipped),
+                    with_fix=list(row.fixed),
+                )
+                for row in validation.cases
+            ],
+        )
+    )

@@ -475,3 +475,17 @@ def test_an_image_that_is_no_image_name_is_one_line(tmp_path: Path, image: str, 
         f'{tmp_path / "task.toml"}: image: must be a Docker image name, e.g. "debian:12" '
         f"(got {shown})"
     )
+
+
+# --- the models themselves ------------------------------------------------------------------
+
+
+def test_the_models_forbid_unknown_keys_and_speak_our_words(tmp_path: Path) -> None:
+    """Each one-line message is ours, never pydantic's ("Input should be ...")."""
+    from ssebench.daemon.taskfile import CheckTable, TaskFile
+
+    assert CheckTable.model_config["extra"] == TaskFile.model_config["extra"] == "forbid"
+    for text in ['source = "src"\nnetwork = 1\n', 'source = "src"\n[checks.build]\nrun = 1\n',
+                 'source = "src"\nlimits = { processes = "x" }\n', "source = []\n"]:  # fmt: skip
+        message = _error(tmp_path, text)
+        assert "Input should" not in message and "Value error" not in message, message

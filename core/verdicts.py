@@ -1,0 +1,189 @@
+"""The JSON an evaluator reads, each shape declared once: a grade, a task's validation, a
+benchmark run's summary and what a saved verdict was graded with. docs/evaluating.md's tables
+of fields are `field_table`'s (a test compares them)."""
+
+from __future__ import annotations
+
+from typing import Any, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
+
+
+class Shape(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CaseVerdict(Shape):
+    index: int = Field(description="the case, from 0, in task.toml's order")
+    passed: bool = Field(
+        description="the check's verdict; for a PoC, that it no longer triggers the bug"
+    )
+    exit_code: int | None = Field(description="`null` when a signal ended it")
+    signal: int | None = Field(description="the signal that ended it, or `null`")
+    timed_out: bool = Field(description="it ran out of its time")
+    seconds: float = Field(description="how long it ran")
+
+
+class CheckVerdict(Shape):
+    key: str = Field(description="the check's table in task.toml")
+    name: str = Field(description="its name as the report prints it")
+    status: str = Field(
+        description="`passed`, `failed` or `not run` (a failed build stops every later check)"
+    )
+    detail: str | None = Field(
+        description="the text the report puts in parentheses (`3 of 3`, `the build failed`, "
+        "`the task has none`), or `null`"
+    )
+    cases: list[CaseVerdict] = Field(
+        description="each case that ran (PoCs stop at the first that still triggers)"
+    )
+
+
+class Applied(Shape):
+    applied: bool = Field(description="the patch applied to the copy")
+    error: str | None = Field(
+        description="why not, as one line of git's own words (`patch failed: rle.c:88; rle.c: "
+        "patch does not apply`); `null` when it applied"
+    )
+
+
+RESOLVED = "every check passed (a check the task lacks passes)"
+CHECKS = "every check the task can have, in run order; empty when the patch did not apply"
+
+
+class Grade(Shape):
+    """`ssebench grade --task` (in place, or a daemon's tree)."""
+
+    resolved: bool = Field(description=RESOLVED)
+    checks: list[CheckVerdict] = Field(description=CHECKS)
+
+
+class PatchGrade(Shape):
+    """`ssebench grade --task --patch`: whether the patch applied, then the checks."""
+
+    resolved: bool = Field(description=RESOLVED)
+    patch: Applied = Field(description="whether the patch applied")
+    checks: list[CheckVerdict] = Field(description=CHECKS)
+
+
+class GradedWith(Shape):
+    """What a saved verdict was graded with: reused only when all six are this run's."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    model: str | None = Field(None, description="the prediction's model")
+    task: str | None = Field(None, description="the task id")
+    patch_sha256: str | None = Field(None, description="the patch's SHA-256")
+    task_sha256: str | None = Field(
+        None, description="the task's: its folder and source tree, by content"
+    )
+    ssebench: str | None = Field(None, description="the ssebench version")
+    grader: str | None = Field(
+        None, description="how it was graded: confined or not, and in Docker the image's ID"
+    )
+
+
+class SavedGrade(Shape):
+    """result.json: the grade's JSON as it was printed, and `graded_with`."""
+
+    model_config = ConfigDict(extra="allow")
+
+    resolved: StrictBool
+    patch: Applied | None = None
+    checks: list[CheckVerdict] = []
+    graded_with: GradedWith | None = None
+
+
+class Fix(Shape):
+    applied: bool = Field(description="the fix applied")
+    error: str | None = Field(description="why not, or `null`")
+
+
+class CaseVerdicts(Shape):
+    check: str = Field(description="the check's key")
+    name: str = Field(description="the check's name")
+    index: int = Field(description="the case, from 0")
+    as_shipped: list[bool | None] = Field(
+        description="its verdict in each run as shipped (`true` passed, `false` failed, "
+        "`null` not run)"
+    )
+    with_fix: list[bool | None] = Field(description="the same, with the fix")
+
+
+class Validation(Shape):
+    """`ssebench validate --json`."""
+
+    sound: bool = Field(description="no problem and no flaky case")
+    runs: int = Field(description="runs on each tree")
+    fix: Fix = Field(description="whether the fix applied, as `patch` in a grade")
+    problems: list[str] = Field(
+        description="what makes the task unsound, one sentence each, naming the case"
+    )
+    flaky: list[str] = Field(
+        description="cases whose verdict differs between runs, with how often they passed"
+    )
+    warnings: list[str] = Field(
+        description="worth a look, not unsound: intent tests that pass as shipped, a task "
+        "without PoCs"
+    )
+    cases: list[CaseVerdicts] = Field(description="every case of every check")
+
+
+class RunError(Shape):
+    line: int = Field(description="its line in the predictions file")
+    model: str | None = Field(description="the prediction's model")
+    task: str | None = Field(description="its task; `null` when the line did not say")
+    error: str | None = Field(description="why it has no verdict, one line")
+
+
+class Summary(Shape):
+    """summary.json of a benchmark run."""
+
+    total: int = Field(description="predictions in the file (or the shard), bad lines included")
+    resolved: int = Field(description="resolved predictions")
+    unresolved: int = Field(description="unresolved ones; a patch that does not apply is one")
+    errors: int = Field(
+        description="predictions with no verdict: a bad line, a missing patch, an unknown "
+        "task, a grade that failed (an internal failure, a crash)"
+    )
+    resolved_ids: list[str] = Field(
+        description="`model/task` of each resolved one, in the model's own name "
+        "(`acme/agent-1/c-rle`), in file order"
+    )
+    unresolved_ids: list[str] = Field(description="the same, of each unresolved one")
+    error_list: list[RunError] = Field(description="each error")
+
+
+def dump(shape: BaseModel) -> dict[str, Any]:
+    """The JSON object of `shape`, its keys in declaration order (extra ones after)."""
+    return shape.model_dump(exclude_unset=isinstance(shape, SavedGrade))
+
+
+def _inner(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
+    """The model a field holds (itself, in a list, or None), and whether it is a list."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation, False
+    for arg in get_args(annotation):
+        found, many = _inner(arg)
+        if found is not None:
+            return found, many or getattr(annotation, "__origin__", None) is list
+    return None, False
+
+
+def field_rows(shape: type[BaseModel], prefix: str = "") -> list[tuple[str, str]]:
+    rows = []
+    for name, info in shape.model_fields.items():
+        inner, many = _inner(info.annotation)
+        path = f"{prefix}{name}{'[]' if many else ''}"
+        if info.description:
+            rows.append((path, info.description))
+        if inner is not None:
+            rows += field_rows(inner, f"{path}.")
+    return rows
+
+
+def field_table(shape: type[BaseModel]) -> str:
+    """The docs' table of `shape`'s fields: one row for each, nested ones by their path."""
+    lines = ["| field | meaning |", "|---|---|"]
+    lines += [f"| `{path}` | {meaning} |" for path, meaning in field_rows(shape)]
+    return "\n".join(lines)

@@ -1,0 +1,67 @@
+"""The JSON shapes: docs/evaluating.md's tables are the models' own, and a model refuses a
+shape it does not declare."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel, ValidationError
+
+from ssebench.core.batch import read_result
+from ssebench.core.verdicts import (
+    GradedWith,
+    PatchGrade,
+    SavedGrade,
+    Summary,
+    Validation,
+    field_table,
+)
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "evaluating.md"
+
+
+@pytest.mark.parametrize("shape", [PatchGrade, Validation, Summary, GradedWith])
+def test_the_docs_table_is_the_models(shape: type[BaseModel]) -> None:
+    assert field_table(shape) in DOCS.read_text(encoding="utf-8"), (
+        f"docs/evaluating.md's table of {shape.__name__} differs from the model: paste "
+        f"field_table({shape.__name__}):\n{field_table(shape)}"
+    )
+
+
+def test_a_table_row_per_field_nested_by_path() -> None:
+    rows = field_table(Summary).splitlines()
+    assert rows[:3] == [
+        "| field | meaning |",
+        "|---|---|",
+        "| `total` | predictions in the file (or the shard), bad lines included |",
+    ]
+    assert "| `error_list[].line` | its line in the predictions file |" in rows
+
+
+def test_an_unknown_key_or_a_wrong_type_is_refused() -> None:
+    good = {"resolved": True, "patch": {"applied": True, "error": None}, "checks": []}
+    assert PatchGrade.model_validate(good).resolved is True
+    with pytest.raises(ValidationError):
+        PatchGrade.model_validate({**good, "extra": 1})
+    with pytest.raises(ValidationError):
+        PatchGrade.model_validate({**good, "patch": {"applied": [1], "error": None}})
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"resolved": "yes"}', '{"resolved": true, "graded_with": "x"}', '{"resolved": 1}'],
+)
+def test_a_saved_result_the_model_refuses_is_not_graded(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "result.json"
+    path.write_text(text)
+    assert read_result(path) is None
+
+
+def test_a_saved_result_keeps_what_the_grade_printed(tmp_path: Path) -> None:
+    data = {"resolved": False, "task": "t", "graded_with": {"model": "m", "grader": None}}
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps(data))
+    assert read_result(path) == data  # as saved, what it did not say left unsaid
+    assert SavedGrade.model_validate(data).graded_with == GradedWith(model="m")
