@@ -27,21 +27,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ssebench.daemon import messages as wire
 from ssebench.daemon.confine import Launcher, start
-from ssebench.daemon.messages import (
-    Ended,
-    Error,
-    Failed,
-    Message,
-    MessageError,
-    Ready,
-    Run,
-    Setup,
-    Started,
-    Stop,
-    decode,
-    encode,
-)
 from ssebench.daemon.reaper import kill_all, signal_all, usage
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -108,7 +95,7 @@ class Case:
                 self.eof = True
                 return
 
-    def finish(self) -> Ended:
+    def finish(self) -> wire.Ended:
         notes = []
         if self.dropped:
             notes.append(
@@ -123,7 +110,7 @@ class Case:
         os.close(self.log)
         os.close(self.pipe)
         code, signum = exit_status(self.status or 0)
-        return Ended(self.id, code, signum, killed=self.killed, dropped=self.dropped)
+        return wire.Ended(self.id, code, signum, killed=self.killed, dropped=self.dropped)
 
 
 def _splice(source: int, target: int, count: int) -> int:
@@ -144,18 +131,18 @@ class Supervisor:
     cases: dict[str, Case] = field(default_factory=dict)
     checked_at: float = 0.0
 
-    def send(self, message: Message) -> None:
+    def send(self, message: wire.Message) -> None:
         with contextlib.suppress(OSError):
-            self.sock.send(encode(message))
+            self.sock.send(wire.encode(message))
 
-    def setup(self, message: Setup) -> None:
+    def setup(self, message: wire.Setup) -> None:
         if self.launcher is not None:
             self.launcher.close()
         self.launcher = Launcher(message.mechanism, message.policy)
         self.launcher.limit_own_processes()
-        self.send(Ready())
+        self.send(wire.Ready())
 
-    def start(self, message: Run, fds: list[int]) -> None:
+    def start(self, message: wire.Run, fds: list[int]) -> None:
         (log,) = fds
         read_end, write_end = os.pipe2(os.O_CLOEXEC)
         with contextlib.suppress(OSError):
@@ -172,7 +159,7 @@ class Supervisor:
         except (OSError, subprocess.SubprocessError) as exc:
             for fd in (read_end, write_end, log):
                 os.close(fd)
-            self.send(Failed(message.id, str(exc)))
+            self.send(wire.Failed(message.id, str(exc)))
             return
         finally:
             with contextlib.suppress(OSError):
@@ -182,9 +169,9 @@ class Supervisor:
         case = Case(message.id, proc.pid, read_end, log, message.log_limit)
         self.cases[case.id] = case
         self.checked_at = time.monotonic()  # the first look a tick from now: most cases are over
-        self.send(Started(case.id, proc.pid))
+        self.send(wire.Started(case.id, proc.pid))
 
-    def stop(self, message: Stop) -> None:
+    def stop(self, message: wire.Stop) -> None:
         case = self.cases.get(message.id)
         if case is not None and case.stop_at is None:
             case.stop_at = time.monotonic() + message.grace
@@ -248,19 +235,19 @@ class Supervisor:
 
     def handle(self, data: bytes, fds: list[int]) -> None:
         try:
-            message = decode(data)
-        except MessageError:
+            message = wire.decode(data)
+        except wire.MessageError:
             for fd in fds:
                 os.close(fd)
             raise
-        if isinstance(message, Setup):
+        if isinstance(message, wire.Setup):
             self.setup(message)
-        elif isinstance(message, Run):
+        elif isinstance(message, wire.Run):
             self.start(message, fds)
-        elif isinstance(message, Stop):
+        elif isinstance(message, wire.Stop):
             self.stop(message)
         else:
-            raise MessageError(f"not a message for the supervisor: {message.op}")
+            raise wire.MessageError(f"not a message for the supervisor: {message.op}")
 
     def serve(self) -> None:
         wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
@@ -285,7 +272,7 @@ class Supervisor:
                 try:
                     self.handle(data, fds)
                 except Exception as exc:  # a bad message or a setup failure: say so, go on
-                    self.send(Error(f"{type(exc).__name__}: {exc}"))
+                    self.send(wire.Error(f"{type(exc).__name__}: {exc}"))
             self.advance(time.monotonic())
 
 
