@@ -30,6 +30,8 @@ from types import FrameType
 
 import httpx
 
+from ssebench.core.stopping import stop_process
+
 EXIT_SERVER_FAILED = 2
 EXIT_WAIT_RAN_OUT = 3
 POLL_SECONDS = 0.1
@@ -88,13 +90,7 @@ def wait_for_server(server: subprocess.Popen[bytes], url: str, timeout: float) -
 
 def stop(server: subprocess.Popen[bytes]) -> None:
     """SIGTERM lets the server cancel a running call (its daemon kills the case); then SIGKILL."""
-    if server.poll() is None:
-        server.terminate()
-        try:
-            server.wait(STOP_GRACE)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+    stop_process(server, STOP_GRACE)
 
 
 def _status(returncode: int) -> int:
