@@ -30,6 +30,7 @@ from typing import Any
 
 from ssebench.core.digests import sha256, ssebench_version, task_sha256
 from ssebench.core.predictions import BadLine, Prediction
+from ssebench.core.stopping import stop_subprocess
 from ssebench.core.verdicts import GradedWith, RunError, SavedGrade, Summary, dump
 
 RESULT, PATCH, LOGS, GRADE_LOG = "result.json", "patch.diff", "logs", "grade.log"
@@ -105,14 +106,7 @@ async def _stop(proc: asyncio.subprocess.Process) -> None:
     it then gets SIGTERM, and its guard process stops its case and removes its scratch copy.
     """
     ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
-    with contextlib.suppress(ProcessLookupError):
-        proc.send_signal(signal.SIGTERM if ignored else signal.SIGINT)
-    try:
-        await asyncio.wait_for(proc.wait(), STOP_SECONDS)
-    except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        await proc.wait()
+    await stop_subprocess(proc, STOP_SECONDS, signum=signal.SIGTERM if ignored else signal.SIGINT)
 
 
 async def _run_grade(

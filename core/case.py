@@ -38,6 +38,8 @@ class CaseRun:
     passed: bool = False  # the judge's verdict
     log_id: str = ""
     log_size: int = 0
+    killed: int = 0  # processes the case left behind, killed when its shell ended or it stopped
+    dropped: int = 0  # bytes of its output past the log's limit, not kept
 
     def log_search(self, pattern: re.Pattern[bytes]) -> bool:
         """Whether `pattern` matches in the log, read in chunks so a huge log never sits in memory.

@@ -19,6 +19,8 @@ from typing import Annotated
 
 from pydantic import ConfigDict, Field
 
+from ssebench.daemon.procfs import processes
+
 _libc = ctypes.CDLL(None, use_errno=True)
 PR_CAPBSET_DROP = 24
 PR_SET_KEEPCAPS = 8
@@ -161,14 +163,7 @@ def set_limits(limits: Limits, others: int) -> None:
 
 def processes_of(uid: int) -> int:
     """How many processes `uid` has now: the kernel counts them all against RLIMIT_NPROC."""
-    count = 0
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                count += os.stat(f"/proc/{entry}").st_uid == uid
-            except OSError:
-                continue
-    return count
+    return sum(process.uid == uid for process in processes())
 
 
 def cannot_reach(user: CaseUser, paths: list[str]) -> list[str]:

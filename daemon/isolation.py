@@ -19,8 +19,7 @@ import ctypes
 import os
 import shutil
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field
 
 from ssebench.daemon.credentials import CaseUser, Limits
 
@@ -80,22 +79,6 @@ class Policy:
         """Every folder or file a case reads from (hidden paths inside them aside)."""
         grants = (path for grant in self.readable for path in (grant.path, grant.real))
         return tuple(dict.fromkeys([*self.system, *grants, *self.writable]))
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Policy:
-        user = data["user"]
-        return cls(
-            system=tuple(data["system"]),
-            readable=tuple(Grant(**grant) for grant in data["readable"]),
-            writable=tuple(data["writable"]),
-            hidden=tuple(data["hidden"]),
-            network=bool(data["network"]),
-            user=None if user is None else CaseUser(**user),
-            limits=Limits(**data["limits"]),
-        )
 
 
 def system_paths(*, network: bool = False) -> tuple[str, ...]:

@@ -12,7 +12,7 @@ import signal
 import time
 from collections.abc import Callable
 
-PAGE = os.sysconf("SC_PAGE_SIZE")
+from ssebench.daemon.procfs import comm, processes
 
 
 def _scan() -> tuple[list[int], dict[int, int]]:
@@ -20,17 +20,10 @@ def _scan() -> tuple[list[int], dict[int, int]]:
     each one's resident memory in bytes, from one pass over /proc."""
     children: dict[int, list[int]] = {}
     resident: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as file:
-                fields = file.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(entry))
-        if fields[0] not in (b"Z", b"X"):
-            resident[int(entry)] = int(fields[21]) * PAGE  # field 24, rss, in pages
+    for process in processes():
+        children.setdefault(process.ppid, []).append(process.pid)
+        if process.alive:
+            resident[process.pid] = process.resident
     found, todo = [], [os.getpid()]
     while todo:
         for child in children.get(todo.pop(), []):
@@ -54,20 +47,12 @@ def signal_all(signum: int, *, spare: str = "") -> int:
     """Send `signum` to every descendant, but those named `spare` (by their comm)."""
     sent = 0
     for pid in descendants():
-        if spare and _comm(pid) == spare:
+        if spare and comm(pid) == spare:
             continue
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signum)
             sent += 1
     return sent
-
-
-def _comm(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/comm") as file:
-            return file.read().strip()
-    except OSError:
-        return ""
 
 
 def has_children() -> bool:

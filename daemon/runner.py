@@ -13,7 +13,6 @@ from __future__ import annotations
 import array
 import asyncio
 import contextlib
-import json
 import os
 import socket
 import subprocess
@@ -23,19 +22,62 @@ import uuid
 import weakref
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Generic, TypeVar
 
 from ssebench.core.case import CaseRun
 from ssebench.daemon.isolation import Mechanism, Policy
+from ssebench.daemon.messages import (
+    Ended,
+    Error,
+    Failed,
+    Message,
+    MessageError,
+    Ready,
+    Run,
+    Setup,
+    Started,
+    Stop,
+    decode,
+    encode,
+)
 
 GRACE_SECONDS = 1.0
 LOG_LIMIT = 1 << 30  # bytes of a case's output kept in its log; the rest is dropped
 STOP_WAIT = 30.0  # seconds a stopped case may take to be reported gone
 SUPERVISOR = [sys.executable, "-I", "-m", "ssebench.daemon.supervisor"]
+A = TypeVar("A")
 
 
 class RunnerError(Exception):
     """The command could not be started at all; an internal failure, not the check failing."""
+
+
+class _Answers(Generic[A]):
+    """The answers of one kind, by case id: whichever comes first, the answer or whoever
+    waits for it, makes the future the other finds."""
+
+    def __init__(self) -> None:
+        self._futures: dict[str, asyncio.Future[A]] = {}
+
+    def expect(self, case_id: str) -> asyncio.Future[A]:
+        future = self._futures.get(case_id)
+        if future is None:
+            future = self._futures[case_id] = asyncio.get_running_loop().create_future()
+        return future
+
+    def give(self, case_id: str, answer: A) -> None:
+        future = self.expect(case_id)
+        if not future.done():
+            future.set_result(answer)
+
+    def pop(self, case_id: str) -> None:
+        self._futures.pop(case_id, None)
+
+    def fail(self, message: str) -> None:
+        for future in self._futures.values():
+            if not future.done():
+                future.set_exception(RunnerError(message))
+        self._futures.clear()
 
 
 class Runner:
@@ -55,10 +97,12 @@ class Runner:
         self.log_limit = log_limit
         self._sock: socket.socket | None = None
         self._proc: subprocess.Popen[bytes] | None = None
-        self._answers: dict[tuple[str, str], asyncio.Future[dict[str, Any]]] = {}
+        self._ready: _Answers[Ready | Error] = _Answers()
+        self._started: _Answers[Started | Failed] = _Answers()
+        self._ended: _Answers[Ended] = _Answers()
         self._reader: asyncio.Task[None] | None = None
         self._start_lock = asyncio.Lock()
-        self._stopping: set[asyncio.Future[dict[str, Any]]] = set()  # stops still under way
+        self._stopping: set[asyncio.Future[Ended]] = set()  # stops still under way
 
     async def run(
         self,
@@ -78,56 +122,54 @@ class Runner:
             log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         except OSError as exc:
             raise RunnerError(f"cannot open the log {log_path}: {exc}") from exc
-        started_answer = self._expect(case_id, "started")
-        ended = self._expect(case_id, "ended")
+        started_answer = self._started.expect(case_id)
+        ended = self._ended.expect(case_id)
+        run = Run(case_id, ("bash", "-c", command), str(cwd), dict(env), self.log_limit,
+                  str(case_dir or cwd))  # fmt: skip
         try:
             try:
                 await self._ensure_started()
-                await self._send({"op": "run", "id": case_id, "argv": ["bash", "-c", command],
-                                  "cwd": str(cwd), "env": dict(env), "log_limit": self.log_limit,
-                                  "case_dir": str(case_dir or cwd)}, fds=[log])  # fmt: skip
+                await self._send(run, fds=[log])
             finally:
                 os.close(log)
-            result = await self._finish(case_id, command, cwd, timeout, started_answer, ended)
+            end, timed_out = await self._finish(run, command, timeout, started_answer, ended)
         finally:
-            self._answers.pop((case_id, "started"), None)
-            self._answers.pop((case_id, "ended"), None)
+            self._started.pop(case_id)
+            self._ended.pop(case_id)
         return CaseRun(
-            exit_code=result["exit_code"],
-            signal=result["signal"],
-            timed_out=result["timed_out"],
+            exit_code=end.exit_code,
+            signal=end.signal,
+            timed_out=timed_out,
             seconds=round(time.monotonic() - started, 3),
             log_path=log_path,
+            killed=end.killed,
+            dropped=end.dropped,
         )
 
     async def _finish(
         self,
-        case_id: str,
+        run: Run,
         command: str,
-        cwd: Path,
         timeout: float,
-        started: asyncio.Future[dict[str, Any]],
-        ended: asyncio.Future[dict[str, Any]],
-    ) -> dict[str, Any]:
-        """The supervisor's answer for the case, stopping it on timeout or cancellation."""
+        started: asyncio.Future[Started | Failed],
+        ended: asyncio.Future[Ended],
+    ) -> tuple[Ended, bool]:
+        """The case's end and whether it timed out, stopping it on timeout or cancellation."""
         try:
             answer = await started
-            if answer["op"] == "failed":
-                raise RunnerError(f"cannot start {command!r} in {cwd}: {answer['message']}")
+            if isinstance(answer, Failed):
+                raise RunnerError(f"cannot start {command!r} in {run.cwd}: {answer.message}")
             try:
-                return {
-                    **await asyncio.wait_for(asyncio.shield(ended), timeout),
-                    "timed_out": False,
-                }
+                return await asyncio.wait_for(asyncio.shield(ended), timeout), False
             except TimeoutError:
-                return {**await self._stop(case_id, started, ended), "timed_out": True}
+                return await self._stop(run.id, started, ended), True
         except RunnerError:
             raise
         except BaseException:
             # Cancelled (the caller went away): the case is stopped before we let go, even one
             # not yet started (the supervisor takes the stop after the run); the stop is
             # awaited, shielded, so a closing loop cannot drop it half done.
-            stop = asyncio.ensure_future(self._stop(case_id, started, ended))
+            stop = asyncio.ensure_future(self._stop(run.id, started, ended))
             self._stopping.add(stop)
             stop.add_done_callback(self._stopping.discard)
             with contextlib.suppress(BaseException):
@@ -137,30 +179,23 @@ class Runner:
     async def _stop(
         self,
         case_id: str,
-        started: asyncio.Future[dict[str, Any]],
-        ended: asyncio.Future[dict[str, Any]],
-    ) -> dict[str, Any]:
+        started: asyncio.Future[Started | Failed],
+        ended: asyncio.Future[Ended],
+    ) -> Ended:
         """Stop the case (one the supervisor has not started yet too: it takes the stop after
         the run) and return its end; RunnerError when it never started or never ended."""
-        await self._send({"op": "stop", "id": case_id, "grace": self.grace})
+        await self._send(Stop(case_id, self.grace))
         try:
-            if (await asyncio.wait_for(asyncio.shield(started), STOP_WAIT))["op"] != "started":
+            if not isinstance(await asyncio.wait_for(asyncio.shield(started), STOP_WAIT), Started):
                 raise RunnerError("the stopped case never started")
             return await asyncio.wait_for(asyncio.shield(ended), self.grace + STOP_WAIT)
         except TimeoutError:
             raise RunnerError("the case supervisor did not stop the case") from None
 
-    def _expect(self, case_id: str, op: str) -> asyncio.Future[dict[str, Any]]:
-        future = self._answers.get((case_id, op))
-        if future is None:
-            future = asyncio.get_running_loop().create_future()
-            self._answers[case_id, op] = future
-        return future
-
-    async def _send(self, message: dict[str, Any], fds: list[int] | None = None) -> None:
+    async def _send(self, message: Message, fds: list[int] | None = None) -> None:
         if self._sock is None:
             raise RunnerError("the case supervisor is not running")
-        data = json.dumps(message).encode()
+        data = encode(message)
         ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
         try:
             self._sock.sendmsg([data], ancillary)
@@ -189,15 +224,14 @@ class Runner:
             self._sock = ours
             weakref.finalize(self, _close, ours, self._proc)
             self._reader = asyncio.create_task(self._read())
-            ready = self._expect("", "ready")
-            await self._send({"op": "setup", "mechanism": vars(self.mechanism),
-                              "policy": self.policy.to_json()})  # fmt: skip
+            ready = self._ready.expect("")
+            await self._send(Setup(self.mechanism, self.policy))
             try:
                 answer = await asyncio.wait_for(ready, STOP_WAIT)
             finally:
-                self._answers.pop(("", "ready"), None)
-            if answer["op"] != "ready":
-                raise RunnerError(f"the case supervisor cannot confine cases: {answer['message']}")
+                self._ready.pop("")
+            if isinstance(answer, Error):
+                raise RunnerError(f"the case supervisor cannot confine cases: {answer.message}")
 
     async def _read(self) -> None:
         """Hand each answer to whoever waits for it; when the supervisor dies, fail them all."""
@@ -205,17 +239,20 @@ class Runner:
         loop = asyncio.get_running_loop()
         try:
             while data := await loop.sock_recv(self._sock, 1 << 16):
-                answer = json.loads(data)
-                op = {"failed": "started", "error": "ready"}.get(answer["op"], answer["op"])
-                future = self._expect(answer.get("id", ""), op)
-                if not future.done():
-                    future.set_result(answer)
-        except (OSError, ValueError):
+                answer = decode(data)
+                if isinstance(answer, Ready | Error):
+                    self._ready.give("", answer)
+                elif isinstance(answer, Started | Failed):
+                    self._started.give(answer.id, answer)
+                elif isinstance(answer, Ended):
+                    self._ended.give(answer.id, answer)
+        except (OSError, MessageError):
             pass
-        for future in self._answers.values():
-            if not future.done():
-                future.set_exception(RunnerError("the case supervisor died"))
-        self._answers.clear()
+        self._fail("the case supervisor died")
+
+    def _fail(self, message: str) -> None:
+        for answers in (self._ready, self._started, self._ended):
+            answers.fail(message)
 
     async def aclose(self) -> None:
         """Let the stops of cancelled cases finish (a caller cancelled again and again, as a
@@ -230,10 +267,7 @@ class Runner:
     def close(self) -> None:
         """End the supervisor: it kills whatever still runs, then exits. Whoever still waits
         for an answer (a call being cancelled while the server stops) has it now."""
-        for future in self._answers.values():
-            if not future.done():
-                future.set_exception(RunnerError("the case supervisor was closed"))
-        self._answers.clear()
+        self._fail("the case supervisor was closed")
         self._end_supervisor()
 
     def _end_supervisor(self) -> None:

@@ -7,8 +7,8 @@ the Landlock domain and the capability drop are applied there. The case writes i
 which it copies into the daemon's log file up to a bound, so a case that prints without end
 cannot fill the disk. When the daemon goes away (its socket closes) it kills what runs and exits.
 
-Messages are JSON over a SOCK_SEQPACKET socket (one message a packet; the log file's fd rides
-along with `run`): see daemon/runner.py, the daemon's side.
+Messages are the typed records of daemon/messages.py, one a packet over a SOCK_SEQPACKET socket
+(the log file's fd rides along with `Run`): see daemon/runner.py, the daemon's side.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import json
 import os
 import resource
 import select
@@ -28,8 +27,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ssebench.daemon import messages as wire
 from ssebench.daemon.confine import Launcher, start
-from ssebench.daemon.isolation import Mechanism, Policy
 from ssebench.daemon.reaper import kill_all, signal_all, usage
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -96,7 +95,7 @@ class Case:
                 self.eof = True
                 return
 
-    def finish(self) -> dict[str, Any]:
+    def finish(self) -> wire.Ended:
         notes = []
         if self.dropped:
             notes.append(
@@ -111,8 +110,7 @@ class Case:
         os.close(self.log)
         os.close(self.pipe)
         code, signum = exit_status(self.status or 0)
-        return {"op": "ended", "id": self.id, "exit_code": code, "signal": signum,
-                "killed": self.killed, "dropped": self.dropped}  # fmt: skip
+        return wire.Ended(self.id, code, signum, killed=self.killed, dropped=self.dropped)
 
 
 def _splice(source: int, target: int, count: int) -> int:
@@ -133,20 +131,18 @@ class Supervisor:
     cases: dict[str, Case] = field(default_factory=dict)
     checked_at: float = 0.0
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: wire.Message) -> None:
         with contextlib.suppress(OSError):
-            self.sock.send(json.dumps(message).encode())
+            self.sock.send(wire.encode(message))
 
-    def setup(self, message: dict[str, Any]) -> None:
+    def setup(self, message: wire.Setup) -> None:
         if self.launcher is not None:
             self.launcher.close()
-        self.launcher = Launcher(
-            Mechanism(**message["mechanism"]), Policy.from_json(message["policy"])
-        )
+        self.launcher = Launcher(message.mechanism, message.policy)
         self.launcher.limit_own_processes()
-        self.send({"op": "ready"})
+        self.send(wire.Ready())
 
-    def start(self, message: dict[str, Any], fds: list[int]) -> None:
+    def start(self, message: wire.Run, fds: list[int]) -> None:
         (log,) = fds
         read_end, write_end = os.pipe2(os.O_CLOEXEC)
         with contextlib.suppress(OSError):
@@ -155,30 +151,30 @@ class Supervisor:
         try:
             if self.launcher is None:
                 raise OSError("the supervisor was not set up")
-            spec = self.launcher.launch(message["argv"], message["case_dir"], message["cwd"])
+            spec = self.launcher.launch(list(message.argv), message.case_dir, message.cwd)
             proc = start(
-                spec, cwd=message["cwd"], env=message["env"], stdin=subprocess.DEVNULL,
+                spec, cwd=message.cwd, env=message.env, stdin=subprocess.DEVNULL,
                 stdout=write_end, stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip
         except (OSError, subprocess.SubprocessError) as exc:
             for fd in (read_end, write_end, log):
                 os.close(fd)
-            self.send({"op": "failed", "id": message["id"], "message": str(exc)})
+            self.send(wire.Failed(message.id, str(exc)))
             return
         finally:
             with contextlib.suppress(OSError):
                 os.close(write_end)
         # We reap every child ourselves (orphans included): this Popen must never wait for it.
         proc.returncode = 0
-        case = Case(message["id"], proc.pid, read_end, log, int(message["log_limit"]))
+        case = Case(message.id, proc.pid, read_end, log, message.log_limit)
         self.cases[case.id] = case
         self.checked_at = time.monotonic()  # the first look a tick from now: most cases are over
-        self.send({"op": "started", "id": case.id, "pid": proc.pid})
+        self.send(wire.Started(case.id, proc.pid))
 
-    def stop(self, message: dict[str, Any]) -> None:
-        case = self.cases.get(message["id"])
+    def stop(self, message: wire.Stop) -> None:
+        case = self.cases.get(message.id)
         if case is not None and case.stop_at is None:
-            case.stop_at = time.monotonic() + float(message.get("grace", 1.0))
+            case.stop_at = time.monotonic() + message.grace
             # bubblewrap dies of SIGTERM and takes its namespace with it at once: the case's
             # own processes get the grace, bubblewrap gets the SIGKILL after it.
             signal_all(signal.SIGTERM, spare="bwrap")
@@ -237,14 +233,21 @@ class Supervisor:
         due += [c.eof_by for c in self.cases.values() if c.eof_by]
         return max(0.0, min([TICK, *(at - time.monotonic() for at in due)]))
 
-    def handle(self, message: dict[str, Any], fds: list[int]) -> None:
-        op = message.get("op")
-        if op == "setup":
+    def handle(self, data: bytes, fds: list[int]) -> None:
+        try:
+            message = wire.decode(data)
+        except wire.MessageError:
+            for fd in fds:
+                os.close(fd)
+            raise
+        if isinstance(message, wire.Setup):
             self.setup(message)
-        elif op == "run":
+        elif isinstance(message, wire.Run):
             self.start(message, fds)
-        elif op == "stop":
+        elif isinstance(message, wire.Stop):
             self.stop(message)
+        else:
+            raise wire.MessageError(f"not a message for the supervisor: {message.op}")
 
     def serve(self) -> None:
         wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
@@ -267,9 +270,9 @@ class Supervisor:
                     kill_all(self.reap)  # the daemon is gone: nothing it started may stay
                     return
                 try:
-                    self.handle(json.loads(data), fds)
+                    self.handle(data, fds)
                 except Exception as exc:  # a bad message or a setup failure: say so, go on
-                    self.send({"op": "error", "message": f"{type(exc).__name__}: {exc}"})
+                    self.send(wire.Error(f"{type(exc).__name__}: {exc}"))
             self.advance(time.monotonic())
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import socket
 import subprocess
 import threading
@@ -25,6 +24,7 @@ import uvicorn
 
 from ssebench.core.cli.run import SSEBENCH as SSEBENCH  # the one spelling, `ssebench run`'s too
 from ssebench.core.cli.run import answers_initialize
+from ssebench.core.stopping import stop_process
 from ssebench.testing.procs import kill_all
 
 
@@ -135,13 +135,7 @@ class Server:
 
     def stop(self, grace: float = 10.0) -> None:
         """SIGTERM, as `ssebench run` stops it; SIGKILL after `grace` seconds."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(grace)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc, grace)
 
 
 READY = "ssebench: serving test_patch at "

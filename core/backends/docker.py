@@ -29,6 +29,7 @@ from ssebench.core.backends.boot import ABI, SITE
 from ssebench.core.backends.bundle import cache_dir, ensure_bundle
 from ssebench.core.daemons.local import Task, patched_copy
 from ssebench.core.errors import ConfigError
+from ssebench.core.stopping import stop_process
 
 BOOT = f"{SITE}/ssebench/core/backends/boot.py"
 ANSWER_SECONDS = 60.0  # docker's own answers: version, inspect
@@ -131,14 +132,13 @@ def _run(docker: str, argv: list[str]) -> tuple[int, bytes]:
         output = proc.stdout.read()
         return proc.wait(), output
     finally:
-        proc.stdin.close()
-        try:
-            proc.wait(STOP_SECONDS)
-        except subprocess.TimeoutExpired:
-            name = argv[argv.index("--name") + 1]
+        proc.stdin.close()  # the lifeline: the container stops itself
+        name = argv[argv.index("--name") + 1]
+
+        def kill_container() -> None:  # killing the client leaves the container running
             subprocess.run([docker, "kill", name], capture_output=True, timeout=ANSWER_SECONDS)
-            proc.kill()
-            proc.wait()
+
+        stop_process(proc, STOP_SECONDS, signum=None, before_kill=kill_container)
 
 
 def _answer(done: tuple[int, bytes], image: str) -> dict[str, Any] | int:

@@ -30,22 +30,34 @@ from types import FrameType
 
 import httpx
 
+from ssebench.core.stopping import stop_process
+
 EXIT_SERVER_FAILED = 2
 EXIT_WAIT_RAN_OUT = 3
 POLL_SECONDS = 0.1
 STOP_GRACE = 5.0
 
 SSEBENCH = [sys.executable, "-c", "from ssebench.core.cli import main; main()"]
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "ssebench-run", "version": "1"},
-    },
-}
+
+
+def initialize_request() -> dict[str, object]:
+    """An MCP `initialize` offering the newest version the MCP SDK negotiates in a handshake,
+    as its own client session does (its newest version of all, 2026-07-28 in mcp 2.3, has no
+    handshake)."""
+    # Imported here: the package takes about 0.5 s to load, which then overlaps the server's
+    # own start instead of delaying it.
+    from mcp_types.version import LATEST_HANDSHAKE_VERSION
+
+    return {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": LATEST_HANDSHAKE_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "ssebench-run", "version": "1"},
+        },
+    }
 
 
 def answers_initialize(client: httpx.Client, url: str) -> bool:
@@ -53,7 +65,7 @@ def answers_initialize(client: httpx.Client, url: str) -> bool:
     try:
         response = client.post(
             url,
-            json=INITIALIZE,
+            json=initialize_request(),
             headers={"Accept": "application/json, text/event-stream"},
         )
     except httpx.HTTPError:
@@ -88,13 +100,7 @@ def wait_for_server(server: subprocess.Popen[bytes], url: str, timeout: float) -
 
 def stop(server: subprocess.Popen[bytes]) -> None:
     """SIGTERM lets the server cancel a running call (its daemon kills the case); then SIGKILL."""
-    if server.poll() is None:
-        server.terminate()
-        try:
-            server.wait(STOP_GRACE)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+    stop_process(server, STOP_GRACE)
 
 
 def _status(returncode: int) -> int:

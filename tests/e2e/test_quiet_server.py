@@ -13,13 +13,14 @@ from typing import Any
 import httpx
 import pytest
 
-from ssebench.core.cli.run import INITIALIZE
+from ssebench.core.cli.run import initialize_request
 from ssebench.testing.calls import call
 from ssebench.testing.servers import check_text
 
 pytestmark = pytest.mark.timeout(180)
 
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+INITIALIZE = initialize_request()
 VERSION = str(INITIALIZE["params"]["protocolVersion"])  # type: ignore[index]
 ROUNDS, CLIENTS = 8, 30
 

@@ -312,7 +312,15 @@ def test_run_answers_the_judged_result_and_the_log_streams_its_bytes(tmp_path: P
     got = [(_without_timing(answer), log) for answer, log in results]
     assert got == [
         (
-            {**head, "timed_out": False, "seconds": 0.0, "log_id": "-", "log_size": len(log)},
+            {
+                **head,
+                "timed_out": False,
+                "seconds": 0.0,
+                "log_id": "-",
+                "log_size": len(log),
+                "killed": 0,
+                "dropped": 0,
+            },
             log,
         )
         for head, log in expected
@@ -339,6 +347,8 @@ def test_a_timed_out_case(tmp_path: Path) -> None:
         "seconds": 0.0,
         "log_id": "-",
         "log_size": 8,
+        "killed": 0,
+        "dropped": 0,
     }
     assert log == b"started\n"
 

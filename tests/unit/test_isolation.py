@@ -178,7 +178,7 @@ def test_nothing_a_case_started_outlives_it(tmp_path: Path, mechanism: str) -> N
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_a_log_is_cut_at_its_limit_and_says_so(tmp_path: Path, mechanism: str) -> None:
     run, log = run_case(tmp_path, mechanism, "yes | head -c 5000; echo done >&2", log_limit=1000)
-    assert run.exit_code == 0
+    assert (run.exit_code, run.dropped) == (0, 4005)
     assert log == "y\n" * 500 + (
         "\n[ssebench: this case printed more than its log's limit of 1000 bytes; "
         "the 4005 bytes after it were dropped]\n"

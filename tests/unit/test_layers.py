@@ -4,6 +4,8 @@
   transport stands between our own code and our own daemon.
 - One place makes a daemon (core/daemons/inprocess.py's `open_service`).
 - The daemon layer has one door: above it, only core/daemons and core/server import daemon/.
+- The runner and the case supervisor speak in daemon/messages.py's typed records only: neither
+  builds, parses or indexes a raw JSON dict.
 Each rule is also shown to find what it forbids, so it cannot pass by finding nothing.
 """
 
@@ -16,6 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 ABOVE_THE_DAEMON = ("core", "testing", "plugins")
 DOORS = ("core/daemons", "core/server")
+MESSAGE_ENDS = ("daemon/runner.py", "daemon/supervisor.py")
 
 
 def sources(*folders: str) -> Iterator[tuple[str, ast.Module]]:
@@ -58,6 +61,30 @@ def services_made(name: str, tree: ast.Module) -> list[str]:
     ]
 
 
+def untyped_messages(name: str, tree: ast.Module) -> list[str]:
+    """JSON by hand (json imported, dumps or loads), `dict[str, Any]`, and a dict indexed by
+    a string (`message["op"]`, `message.get("id")`): what typed records replace."""
+    found = []
+    for node in ast.walk(tree):
+        what = ""
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            modules = [node.module] if isinstance(node, ast.ImportFrom) else []
+            modules += [alias.name for alias in node.names if isinstance(node, ast.Import)]
+            what = "import json" if "json" in modules else ""
+        elif isinstance(node, ast.Attribute) and ast.unparse(node) in ("json.dumps", "json.loads"):
+            what = ast.unparse(node)
+        elif isinstance(node, ast.Subscript):
+            keyed = isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str)
+            what = ast.unparse(node) if keyed or ast.unparse(node) == "dict[str, Any]" else ""
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            first = node.args[0] if node.args else None
+            keyed = isinstance(first, ast.Constant) and isinstance(first.value, str)
+            what = ast.unparse(node) if node.func.attr == "get" and keyed else ""
+        if what:
+            found.append((node.lineno, f"{name}:{node.lineno} {what}"))
+    return [where for _, where in sorted(found)]
+
+
 def test_only_the_doors_import_the_daemon_layer() -> None:
     found = [
         where
@@ -80,6 +107,12 @@ def test_one_place_makes_a_daemon() -> None:
     assert [where.split(":")[0] for where in found] == ["core/daemons/inprocess.py"]
 
 
+def test_runner_and_supervisor_exchange_typed_records_only() -> None:
+    found = [where for name, tree in sources("daemon") if name in MESSAGE_ENDS for where in
+             untyped_messages(name, tree)]  # fmt: skip
+    assert found == []
+
+
 def test_the_rules_find_what_they_forbid() -> None:
     tree = ast.parse(
         "import httpx\n"
@@ -91,3 +124,18 @@ def test_the_rules_find_what_they_forbid() -> None:
     assert daemon_imports("m", tree) == ["m:3 ssebench.daemon.task"]
     assert transports("m", tree) == ["m:4 class T", "m:5 ASGITransport"]
     assert services_made("m", tree) == ["m:6"]
+    untyped = ast.parse(
+        "import json\n"
+        "def send(message: dict[str, Any]) -> None:\n"
+        "    sock.send(json.dumps({'op': 'ended', 'exit_code': message['exit_code']}))\n"
+        "answer = json.loads(data)\n"
+        "case = cases.get(answer.get('id'))\n"
+    )
+    assert untyped_messages("m", untyped) == [
+        "m:1 import json",
+        "m:2 dict[str, Any]",
+        "m:3 json.dumps",
+        "m:3 message['exit_code']",
+        "m:4 json.loads",
+        "m:5 answer.get('id')",
+    ]

@@ -204,7 +204,10 @@ def test_a_command_ignoring_sigterm_is_killed_after_the_grace(tmp_path: Path) ->
     started = time.monotonic()
     finished = _run(command, tmp_path, timeout=1.0, grace=0.5)
     returned = time.monotonic() - started
-    assert _outcome(finished) == CaseRun(exit_code=None, signal=9, timed_out=True, seconds=0.0)
+    # Both sleeps (the shell execs the last) ignored the SIGTERM: killed after the grace.
+    assert _outcome(finished) == CaseRun(
+        exit_code=None, signal=9, timed_out=True, seconds=0.0, killed=2
+    )
     assert 1.4 <= returned < 3.0
     [pgid] = _read_ints(tmp_path / "pgid")
     live, _ = wait_group_gone(pgid)
@@ -219,7 +222,9 @@ def test_a_shell_that_dies_on_sigterm_does_not_spare_a_child_that_ignores_it(
     started = time.monotonic()
     finished = _run(command, tmp_path, timeout=1.0, grace=0.5)
     returned = time.monotonic() - started
-    assert _outcome(finished) == CaseRun(exit_code=None, signal=15, timed_out=True, seconds=0.0)
+    assert _outcome(finished) == CaseRun(
+        exit_code=None, signal=15, timed_out=True, seconds=0.0, killed=1
+    )
     assert returned < 2.5
     [pgid] = _read_ints(tmp_path / "pgid")
     wait_group_gone(pgid)
@@ -239,7 +244,9 @@ def test_a_background_child_holding_stdout_does_not_hang_the_run(
     started = time.monotonic()
     finished = _run(command, tmp_path, timeout=20.0)
     returned = time.monotonic() - started
-    assert _outcome(finished) == CaseRun(exit_code=0, signal=None, timed_out=False, seconds=0.0)
+    assert _outcome(finished) == CaseRun(
+        exit_code=0, signal=None, timed_out=False, seconds=0.0, killed=1
+    )
     assert returned < 3.0
     assert (tmp_path / "case.log").read_bytes() == b"done\n"
     [pgid] = _read_ints(tmp_path / "pgid")

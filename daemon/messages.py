@@ -1,0 +1,151 @@
+"""The messages between the runner and the case supervisor: one typed record each.
+
+One message is one SOCK_SEQPACKET packet of JSON: an object with `op` naming the record and
+its fields beside it (the log file's fd rides along with `Run`). `decode` checks every field
+against the record's type, nested records too, so a field the other side sends is never
+dropped or misread silently. The supervisor imports this: keep it light (no pydantic).
+
+The runner sends Setup (answered Ready or Error), Run (answered Started or Failed, then
+Ended) and Stop (a case's Ended comes sooner).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from ssebench.daemon.isolation import Mechanism, Policy
+
+
+@dataclass(frozen=True)
+class Setup:
+    op: ClassVar[str] = "setup"
+    mechanism: Mechanism
+    policy: Policy
+
+
+@dataclass(frozen=True)
+class Ready:
+    op: ClassVar[str] = "ready"
+
+
+@dataclass(frozen=True)
+class Error:
+    """A message the supervisor could not handle (a failed setup among them)."""
+
+    op: ClassVar[str] = "error"
+    message: str
+
+
+@dataclass(frozen=True)
+class Run:
+    op: ClassVar[str] = "run"
+    id: str
+    argv: tuple[str, ...]
+    cwd: str
+    env: dict[str, str]
+    log_limit: int
+    case_dir: str
+
+
+@dataclass(frozen=True)
+class Started:
+    op: ClassVar[str] = "started"
+    id: str
+    pid: int
+
+
+@dataclass(frozen=True)
+class Failed:
+    """The case could not be started."""
+
+    op: ClassVar[str] = "failed"
+    id: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Ended:
+    """The case's shell ended and everything it started was killed; `killed` counts those
+    processes, `dropped` the bytes of output past the log's limit."""
+
+    op: ClassVar[str] = "ended"
+    id: str
+    exit_code: int | None
+    signal: int | None
+    killed: int
+    dropped: int
+
+
+@dataclass(frozen=True)
+class Stop:
+    """SIGTERM for the case, SIGKILL after `grace` seconds."""
+
+    op: ClassVar[str] = "stop"
+    id: str
+    grace: float
+
+
+Message = Setup | Ready | Error | Run | Started | Failed | Ended | Stop
+RECORDS: dict[str, type[Message]] = {
+    record.op: record for record in (Setup, Ready, Error, Run, Started, Failed, Ended, Stop)
+}
+
+
+class MessageError(ValueError):
+    """A packet that is not one of the records."""
+
+
+def encode(message: Message) -> bytes:
+    return json.dumps({"op": message.op, **dataclasses.asdict(message)}).encode()
+
+
+def decode(data: bytes) -> Message:
+    """The record a packet holds; MessageError when it is not exactly one."""
+    try:
+        fields = json.loads(data)
+    except ValueError as exc:
+        raise MessageError(f"not JSON: {exc}") from None
+    if not isinstance(fields, dict) or fields.get("op") not in RECORDS:
+        raise MessageError(f"no such message: {data[:80]!r}")
+    record = RECORDS[fields.pop("op")]
+    built: Message = _build(record, fields, record.__name__)
+    return built
+
+
+def _build(hint: Any, value: Any, where: str) -> Any:
+    """`value` (parsed JSON) as `hint` says, or MessageError naming `where`."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        if not isinstance(value, dict):
+            raise MessageError(f"{where}: not an object")
+        hints = typing.get_type_hints(hint)
+        names = {f.name for f in dataclasses.fields(hint)}
+        if unknown := set(value) - names:
+            raise MessageError(f"{where}: unknown fields {sorted(unknown)}")
+        try:
+            return hint(**{k: _build(hints[k], v, f"{where}.{k}") for k, v in value.items()})
+        except TypeError as exc:  # a field missing
+            raise MessageError(f"{where}: {exc}") from None
+    if origin in (types.UnionType, typing.Union):
+        for arg in args:
+            try:
+                return _build(arg, value, where)
+            except MessageError:
+                continue
+        raise MessageError(f"{where}: not {hint}")
+    if origin is tuple and isinstance(value, list):
+        return tuple(_build(args[0], item, f"{where}[]") for item in value)
+    if origin is dict and isinstance(value, dict):
+        return {_build(args[0], k, where): _build(args[1], v, where) for k, v in value.items()}
+    if hint is type(None) and value is None:
+        return None
+    if hint is float and type(value) in (int, float):
+        return float(value)
+    if hint in (str, int, bool) and type(value) is hint:
+        return value
+    raise MessageError(f"{where}: {value!r} is not {getattr(hint, '__name__', hint)}")

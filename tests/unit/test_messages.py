@@ -1,0 +1,78 @@
+"""The runner's and the supervisor's messages: each record survives the wire whole, and a
+packet that is not exactly a record is refused, never half read."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from ssebench.daemon.credentials import CaseUser, Limits
+from ssebench.daemon.isolation import Grant, Mechanism, Policy
+from ssebench.daemon.messages import (
+    RECORDS,
+    Ended,
+    Error,
+    Failed,
+    Message,
+    MessageError,
+    Ready,
+    Run,
+    Setup,
+    Started,
+    Stop,
+    decode,
+    encode,
+)
+
+POLICY = Policy(
+    system=("/usr",),
+    readable=(Grant("/t/intent", "/real/intent"),),
+    writable=("/src",),
+    hidden=("/t",),
+    network=True,
+    user=CaseUser(1000, 1000, reach=None),
+    limits=Limits(processes=10, memory_mb=20, open_files=30),
+)
+MESSAGES: list[Message] = [
+    Setup(Mechanism("landlock", "ABI 6", landlock_abi=6), POLICY),
+    Setup(Mechanism("none"), Policy()),
+    Ready(),
+    Error("ValueError: no"),
+    Run("c1", ("bash", "-c", "true"), "/src", {"PATH": "/bin"}, 1 << 30, "/case"),
+    Started("c1", 42),
+    Failed("c1", "no such file"),
+    Ended("c1", None, 9, killed=2, dropped=4005),
+    Stop("c1", 1.0),
+]
+
+
+def test_every_record_is_tested() -> None:
+    assert {type(message) for message in MESSAGES} == set(RECORDS.values())
+
+
+@pytest.mark.parametrize("message", MESSAGES, ids=lambda message: type(message).__name__)
+def test_a_record_survives_the_wire_whole(message: Message) -> None:
+    assert decode(encode(message)) == message
+
+
+@pytest.mark.parametrize(
+    ("packet", "error"),
+    [
+        (b"not json", "not JSON"),
+        (b'{"op": "explode"}', "no such message"),
+        (b'["ended"]', "no such message"),
+        (b'{"op": "ended", "id": "c1", "exit_code": 0, "signal": null, "killed": 0}', "dropped"),
+        (b'{"op": "started", "id": "c1", "pid": "42"}', "Started.pid: '42' is not int"),
+        (b'{"op": "started", "id": "c1", "pid": 42, "extra": 1}', "unknown fields ['extra']"),
+        (b'{"op": "stop", "id": "c1", "grace": true}', "Stop.grace"),
+        (
+            b'{"op": "run", "id": "c", "argv": ["a", 1], "cwd": "/", "env": {}, '
+            b'"log_limit": 1, "case_dir": "/"}',
+            "Run.argv[]",
+        ),
+    ],
+)
+def test_a_packet_that_is_not_a_record_is_refused(packet: bytes, error: str) -> None:
+    with pytest.raises(MessageError, match=re.escape(error)):
+        decode(packet)
