@@ -17,11 +17,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import re
 import shutil
 import signal
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -31,7 +29,15 @@ from typing import Any
 from ssebench.core.digests import sha256, ssebench_version, task_sha256
 from ssebench.core.predictions import BadLine, Prediction
 from ssebench.core.stopping import stop_subprocess
-from ssebench.core.verdicts import GradedWith, RunError, SavedGrade, Summary, dump
+from ssebench.core.verdicts import (
+    GradedWith,
+    RunError,
+    SavedGrade,
+    Summary,
+    dump,
+    read_saved,
+    write_json,
+)
 
 RESULT, PATCH, LOGS, GRADE_LOG = "result.json", "patch.diff", "logs", "grade.log"
 GRADED_WITH = "graded_with"
@@ -53,34 +59,6 @@ class Graded:
     reused: bool = False  # graded by an earlier run, with the same patch, task and ssebench
     again: str | None = None  # why an earlier run's verdict was not reused
     seconds: float = 0.0
-
-
-def write_json(path: Path, data: Any) -> None:
-    """Whole or not at all: a reader (or a rerun) never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            json.dump(data, file, indent=2)
-            file.write("\n")
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
-
-
-def read_result(path: Path) -> dict[str, Any] | None:
-    """A finished grade's JSON, or None when there is none (or not a whole one)."""
-    saved = _saved(path)
-    return None if saved is None else dump(saved)
-
-
-def _saved(path: Path) -> SavedGrade | None:
-    try:
-        return SavedGrade.model_validate_json(path.read_bytes())
-    except (OSError, ValueError):  # pydantic's ValidationError is a ValueError
-        return None
 
 
 def _verdict(result: dict[str, Any] | SavedGrade) -> str:
@@ -175,7 +153,7 @@ async def grade_one(
 def _earlier(item: Prediction, out: Path, graded_with: GradedWith) -> Graded | str | None:
     """What an earlier run left for `item`: its verdict to reuse (or an error: another model's
     verdict in its folder), else why it is graded again; None when there is none."""
-    saved = _saved(out / item.folder / RESULT)
+    saved = read_saved(out / item.folder / RESULT)
     if saved is None:
         return None
     recorded = saved.graded_with
@@ -261,25 +239,28 @@ async def grade_all(
         )
         return replace(graded, again=earlier)
 
-    async def one(item: Prediction | BadLine) -> Graded:
+    # What cannot be graded is said at once; the rest is taken in order by `jobs` workers.
+    results: list[Graded | None] = [None] * len(items)
+    queue: list[tuple[int, Prediction]] = []
+    for index, item in enumerate(items):
         if isinstance(item, BadLine):
-            graded = Graded(item, ERROR, item.error)
+            results[index] = Graded(item, ERROR, item.error)
+        elif (refused := _refused(item, tasks)) is not None:
+            results[index] = refused
         else:
-            graded = _refused(item, tasks) or await judged(item)
-        on_graded(graded)
-        return graded
-
-    results: list[Graded] = []
-    queue = iter(items)  # shared: each worker takes the next item, so they start in order
+            queue.append((index, item))
+    for graded in results:
+        if graded is not None:
+            on_graded(graded)
+    taken = iter(queue)  # shared: each worker takes the next one
 
     async def worker() -> None:
-        for item in queue:
-            index = len(results)
-            results.append(Graded(item, ERROR, "not graded"))  # its place, filled below
-            results[index] = await one(item)
+        for index, item in taken:
+            results[index] = graded = await judged(item)
+            on_graded(graded)
 
     await asyncio.gather(*(worker() for _ in range(max(1, jobs))))
-    return results
+    return [graded for graded in results if graded is not None]
 
 
 def summarize(graded: Sequence[Graded]) -> dict[str, Any]:

@@ -1,9 +1,15 @@
 """The JSON an evaluator reads, each shape declared once: a grade, a task's validation, a
 benchmark run's summary and what a saved verdict was graded with. docs/evaluating.md's tables
-of fields are `field_table`'s (a test compares them)."""
+of fields are `field_table`'s (a test compares them). A file of it is written whole or not at all,
+and a saved verdict read back through its model."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
 from typing import Any, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
@@ -187,3 +193,26 @@ def field_table(shape: type[BaseModel]) -> str:
     lines = ["| field | meaning |", "|---|---|"]
     lines += [f"| `{path}` | {meaning} |" for path, meaning in field_rows(shape)]
     return "\n".join(lines)
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Whole or not at all: a reader (or a rerun) never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            json.dump(data, file, indent=2)
+            file.write("\n")
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+def read_saved(path: Path) -> SavedGrade | None:
+    """A finished grade's result.json, or None when there is none (or not a whole one)."""
+    try:
+        return SavedGrade.model_validate_json(path.read_bytes())
+    except (OSError, ValueError):  # pydantic's ValidationError is a ValueError
+        return None

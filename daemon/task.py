@@ -15,8 +15,9 @@ from ssebench.core.check import Check
 from ssebench.core.errors import ConfigError
 from ssebench.daemon.credentials import Limits
 from ssebench.daemon.taskfile import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
-from ssebench.daemon.taskfile import Context, TaskCheck, TaskFile, first_problem
+from ssebench.daemon.taskfile import TaskCheck, TaskFile
 from ssebench.daemon.taskpaths import Fail, check_references, path_error
+from ssebench.daemon.tomlrules import Context, first_problem
 
 # What expands in `env` values: these two, as $NAME or ${NAME}; nothing else (no shell runs).
 _FOLDER = re.compile(r"\$(?:(SSE_TASK_DIR|SSE_SOURCE_DIR)\b|\{(SSE_TASK_DIR|SSE_SOURCE_DIR)\})")

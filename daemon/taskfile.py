@@ -1,9 +1,9 @@
 """task.toml's keys as pydantic models: each key declared once, with what a wrong value reads as.
 
 A bad file is one problem, the first in file order (an unknown key of a table before anything
-else in it), in our words: the models raise `Problem`s, never pydantic's own wording. The file
-system's checks (paths exist, lie outside the task folder) are taskpaths' functions, called
-from validators in key order; they get the task file's path as the validation context.
+else in it), in our words (daemon/tomlrules.py). The file system's checks (paths exist, lie
+outside the task folder) are taskpaths' functions, called from validators in key order; they
+get the task file's path as the validation context.
 """
 
 from __future__ import annotations
@@ -14,36 +14,34 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, TypedDict, cast
+from typing import Annotated, Any, ClassVar
 
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Field,
-    PlainValidator,
-    TypeAdapter,
     ValidationError,
-    ValidationInfo,
     WrapValidator,
     create_model,
     model_validator,
 )
 
 from ssebench.core.check import Check
-from ssebench.core.errors import ConfigError, plain_error
+from ssebench.core.errors import plain_error
 from ssebench.daemon.credentials import Limits
 from ssebench.daemon.taskpaths import readable_paths, resolve, task_files
+from ssebench.daemon.tomlrules import (
+    Context,
+    Problem,
+    Table,
+    Where,
+    fail,
+    first_problem,
+    must,
+    table,
+    then,
+)
 
 DEFAULT_TIMEOUT = 3600.0
-Where = tuple[str | int, ...]
-UNKNOWN = ("extra_forbidden", "unexpected_keyword_argument")  # of a model, of a dataclass
-
-
-class Context(TypedDict):
-    """What validation knows beside the file: where it is, and the installed checks."""
-
-    path: Path
-    checks: dict[str, Check]
 
 
 @dataclass(frozen=True)
@@ -63,95 +61,13 @@ class TaskCheck:
         return self.case_options[index] if self.case_options else self.options
 
 
-class Problem(ValueError):
-    """The one thing wrong with a table: the keys below it that lead there, and what."""
-
-    def __init__(self, where: Where, text: str) -> None:
-        super().__init__(text)
-        self.where, self.text = where, text
-
-
-def first_problem(
-    exc: ValidationError, unknown: str = "unknown key", by_name: bool = False
-) -> Problem:
-    """The problem a table reports: an unknown key first (in file order, or `by_name`), else
-    the first of its keys' problems, in key order."""
-    errors = exc.errors()
-    extra = [error for error in errors if error["type"] in UNKNOWN]
-    if extra:
-        first = min(extra, key=lambda e: str(e["loc"])) if by_name else extra[0]
-        return Problem(first["loc"], unknown)
-    first = errors[0]
-    found = first.get("ctx", {}).get("error")
-    if isinstance(found, Problem):
-        return Problem((*first["loc"], *found.where), found.text)
-    return Problem(first["loc"], plain_error(first))
-
-
-def must(phrase: str, got: bool = False) -> WrapValidator:
-    """Whatever is wrong with the value (its type, an item of it), it reads as `phrase`."""
-
-    def wrap(value: object, handler: Callable[[object], object]) -> object:
-        try:
-            return handler(value)
-        except ValidationError:
-            raise Problem((), f"{phrase} (got {value!r})" if got else phrase) from None
-
-    return WrapValidator(wrap)
-
-
-def table(not_a_table: str, unknown: str, wrong: str) -> WrapValidator:
-    """A table within a table: its first problem, named from its own key; any wrong value of
-    one of its keys reads as `wrong`."""
-
-    def wrap(value: object, handler: Callable[[object], object]) -> object:
-        if not isinstance(value, dict):
-            raise Problem((), not_a_table)
-        try:
-            return handler(value)
-        except ValidationError as exc:
-            found = first_problem(exc, unknown)
-            if found.text == unknown:
-                raise found from None
-            key = found.where[0]
-            raise Problem((key,), f"{wrong} (got {value[key]!r})") from None
-
-    return WrapValidator(wrap)
-
-    return WrapValidator(wrap)
-
-
-def then(raw: Any, phrase: str, convert: Callable[[Any, Context], Any]) -> PlainValidator:
-    """A key given as `raw` (a wrong value of any kind reads as `phrase`), held as `convert`
-    makes it: the file system's checks, the check tables."""
-    adapter: TypeAdapter[Any] = TypeAdapter(raw, config=ConfigDict(strict=True))
-
-    def validate(value: object, info: ValidationInfo) -> Any:
-        try:
-            given = adapter.validate_python(value)
-        except ValidationError:
-            raise Problem((), phrase) from None
-        return convert(given, cast(Context, info.context))
-
-    return PlainValidator(validate, json_schema_input_type=raw)
-
-
-def _fail(text: str) -> ConfigError:
-    """taskpaths' `fail`: the problem, at the key being validated."""
-    raise Problem((), text)
-
-
-class Table(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
-
 Paths = list[Annotated[str, Field(min_length=1)]]
 Files = Annotated[
     tuple[Path, ...],
     then(
         Paths,
         "must be a list of paths (relative to the task folder, or absolute)",
-        lambda raw, context: task_files(raw, context["path"], _fail),
+        lambda raw, context: task_files(raw, context["path"], fail),
     ),
     Field(description="task files (or folders), relative to the task folder or absolute"),
 ]
@@ -282,7 +198,7 @@ def _env(value: object, handler: Callable[[object], object]) -> object:
 
 def _source(raw: str, context: Context) -> Path:
     path = context["path"]
-    source, _ = resolve(path.parent, raw, _fail)
+    source, _ = resolve(path.parent, raw, fail)
     if not source.is_dir():
         raise Problem((), f"{source} is not a directory")
     if path.parent == source or source in path.parents:
@@ -292,7 +208,7 @@ def _source(raw: str, context: Context) -> Path:
 
 
 def _readable(raw: list[str], context: Context) -> tuple[Path, ...]:
-    return readable_paths(raw, context["path"], lambda key, text: _fail(text))
+    return readable_paths(raw, context["path"], lambda key, text: fail(text))
 
 
 def _checks(raw: dict[str, object], context: Context) -> dict[str, TaskCheck]:

@@ -125,7 +125,8 @@ def grade_run(args: argparse.Namespace) -> int:
 
 def _finish_run(graded: list[Graded], path: Path) -> int:
     """summary.json, also on stdout, and the tally on stderr: what the run comes to."""
-    from ssebench.core.batch import summarize, write_json
+    from ssebench.core.batch import summarize
+    from ssebench.core.verdicts import write_json
 
     summary = summarize(graded)
     try:

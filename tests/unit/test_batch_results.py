@@ -20,12 +20,11 @@ from ssebench.core.batch import (
     UNRESOLVED,
     Graded,
     grade_all,
-    read_result,
     summarize,
-    write_json,
 )
 from ssebench.core.digests import task_sha256
 from ssebench.core.predictions import BadLine, Prediction
+from ssebench.core.verdicts import dump, read_saved, write_json
 
 # Stands in for `ssebench grade --task T --patch P --logs L`: the patch says what to do.
 STAND_IN = r"""
@@ -51,6 +50,11 @@ def stand_in(tmp_path: Path) -> list[str]:
     script = tmp_path / "grade.py"
     script.write_text(STAND_IN)
     return [sys.executable, str(script)]
+
+
+def read_result(path: Path) -> dict[str, object] | None:
+    saved = read_saved(path)
+    return None if saved is None else dump(saved)
 
 
 def prediction(number: int, task: str, patch: str, model: str = "m") -> Prediction:

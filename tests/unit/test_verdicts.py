@@ -9,14 +9,15 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from ssebench.core.batch import read_result
 from ssebench.core.verdicts import (
     GradedWith,
     PatchGrade,
     SavedGrade,
     Summary,
     Validation,
+    dump,
     field_table,
+    read_saved,
 )
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "evaluating.md"
@@ -56,12 +57,13 @@ def test_an_unknown_key_or_a_wrong_type_is_refused() -> None:
 def test_a_saved_result_the_model_refuses_is_not_graded(tmp_path: Path, text: str) -> None:
     path = tmp_path / "result.json"
     path.write_text(text)
-    assert read_result(path) is None
+    assert read_saved(path) is None
 
 
 def test_a_saved_result_keeps_what_the_grade_printed(tmp_path: Path) -> None:
     data = {"resolved": False, "task": "t", "graded_with": {"model": "m", "grader": None}}
     path = tmp_path / "result.json"
     path.write_text(json.dumps(data))
-    assert read_result(path) == data  # as saved, what it did not say left unsaid
+    saved = read_saved(path)
+    assert saved is not None and dump(saved) == data  # as saved, what it did not say left unsaid
     assert SavedGrade.model_validate(data).graded_with == GradedWith(model="m")
