@@ -15,9 +15,6 @@ import pwd
 import resource
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
-
-from pydantic import ConfigDict, Field
 
 from ssebench.daemon.procfs import processes
 
@@ -42,18 +39,13 @@ class CaseUser:
     reach: int | None = None
 
 
-Count = Annotated[int, Field(strict=True, gt=0)]
-
-
 @dataclass(frozen=True)
 class Limits:
     """What one case may use (task.toml `limits`): more fails the case, never the server."""
 
-    __pydantic_config__ = ConfigDict(extra="forbid")  # as task.toml's other tables
-
-    processes: Count = 4096
-    memory_mb: Count = 16384
-    open_files: Count = 65536
+    processes: int = 4096
+    memory_mb: int = 16384
+    open_files: int = 65536
 
 
 def case_user(source: Path) -> CaseUser:

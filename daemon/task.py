@@ -97,7 +97,7 @@ def load_task(task: Path, checks: tuple[Check, ...] | list[Check]) -> Task:
         found.env,
         found.network,
         found.readable,
-        found.limits,
+        found.limits.limits(),
         found.image,
     )
     check_references(loaded, _fail(path))

@@ -231,6 +231,21 @@ def _checks(raw: dict[str, object], context: Context) -> dict[str, TaskCheck]:
     return loaded
 
 
+Count = Annotated[int, Field(gt=0)]
+
+
+class LimitsTable(Table):
+    """`limits`: what one case may use (the supervisor's `Limits`, which stays free of pydantic:
+    it is imported by the case supervisor, whose every fork copies what it loaded)."""
+
+    processes: Count = Field(default=Limits.processes, description="processes at once")
+    memory_mb: Count = Field(default=Limits.memory_mb, description="MB of memory, all processes")
+    open_files: Count = Field(default=Limits.open_files, description="open files per process")
+
+    def limits(self) -> Limits:
+        return Limits(**self.model_dump())
+
+
 class TaskFile(Table):
     """task.toml: what a task's checks run and may read."""
 
@@ -264,10 +279,10 @@ class TaskFile(Table):
         tuple[Path, ...], then(Paths, "must be a list of absolute paths", _readable)
     ] = Field((), description="system paths outside the usual ones a toolchain needs")
     limits: Annotated[
-        Limits,
+        LimitsTable,
         table(
             "must be a table, e.g. { processes = 4096, memory_mb = 16384 }",
-            f"unknown limit (known: {', '.join(Limits.__dataclass_fields__)})",
+            f"unknown limit (known: {', '.join(LimitsTable.model_fields)})",
             "must be a whole number above 0",
         ),
-    ] = Field(default_factory=Limits, description="what one case may use")
+    ] = Field(LimitsTable(), description="what one case may use")
