@@ -88,12 +88,18 @@ def fitting_start(text: str) -> int:
     Only the last BYTE_LIMIT + 1 characters are measured: each takes at least one byte.
     """
     head = max(0, len(text) - BYTE_LIMIT - 1)
-    if wire_size(text[head:]) <= BYTE_LIMIT:
+    total = wire_size(text[head:])
+    if total <= BYTE_LIMIT:
         return head  # 0: a longer text's last BYTE_LIMIT + 1 characters never fit
-    low, high = head, len(text)  # text[high:] fits; text[low:] does not
+    # Dropping `over` bytes takes at most `over` characters (each is at least one byte): the
+    # search measures only what it drops, never the whole suffix again (a 1 GiB log in a
+    # sidecar trims ~1,000 times).
+    over = total - BYTE_LIMIT
+    low, high = head, min(len(text), head + over)  # text[high:] fits; text[low:] does not
     while high - low > 1:
         middle = (low + high) // 2
-        low, high = (low, middle) if wire_size(text[middle:]) <= BYTE_LIMIT else (middle, high)
+        fits = total - wire_size(text[head:middle]) <= BYTE_LIMIT
+        low, high = (low, middle) if fits else (middle, high)
     return high
 
 

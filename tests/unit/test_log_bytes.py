@@ -26,6 +26,7 @@ from ssebench.core.logs import (
     WORD_LIMIT,
     LogAccumulator,
     LogView,
+    fitting_start,
     view_log,
 )
 from ssebench.core.registry import build_registry
@@ -221,3 +222,19 @@ def test_control_characters_are_counted_as_json_writes_them(
     outcomes = build_registry().at_level(3).enabled
     report = render(Outcome(3, (CheckOutcome(outcomes[0], Status.FAILED, 1),), ()), view)
     assert json_size(report) < BYTE_LIMIT + 1 * KIB
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_first_fitting_character_is_found_as_the_naive_rule_finds_it(seed: int) -> None:
+    """fitting_start measures only what it drops: the same index as measuring every suffix,
+    with characters of every width (JSON escapes, 2-4 byte UTF-8) anywhere in the text."""
+    rng = random.Random(seed)
+    alphabet = ["a", " ", "\n", '"', "\\", "\x01", "\t", "é", "€", "😀"]
+    weights = [60, 10, 5, 2, 2, 3, 2, 5, 5, 6] if seed % 2 else [1] * len(alphabet)
+    size = rng.choice([BYTE_LIMIT // 7, BYTE_LIMIT - 5, BYTE_LIMIT + 1, 2 * BYTE_LIMIT])
+    text = "".join(rng.choices(alphabet, weights, k=size))
+    sizes = [json_size(char) for char in text]
+    suffix = list(accumulate(reversed(sizes)))[::-1]
+    expected = next(i for i in range(len(text) + 1) if i == len(text) or suffix[i] <= BYTE_LIMIT)
+    head = max(0, len(text) - BYTE_LIMIT - 1)  # the rule looks no further back than this
+    assert fitting_start(text) == max(expected, head)
