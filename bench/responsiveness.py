@@ -4,8 +4,10 @@ Each session is its own fastmcp client over Streamable HTTP; it lists the tools,
 jittered interval (mean --interval seconds) and lists again, for as long as the call runs.
 The call's build sleeps, then prints a long log and fails, so the run, the log's handling
 and the report all happen during the measurement. The baseline is the same load on the same
-server with no call running, for the same time. Figures: p50, p99 and the worst latency of
-tools/list, and errors. Target: p99 <= 50 ms during the call, no errors.
+server with no call running, for the same time. Both are repeated --rounds times (5). Figures:
+p50 and the worst latency of tools/list over all rounds, each round's p99 and their median
+(one stall of a shared machine moves a single round's p99 by tens of ms), and errors. Target:
+the median p99 <= 50 ms during the call, no errors.
 """
 
 from __future__ import annotations
@@ -97,13 +99,22 @@ def main(args: object) -> dict[str, object]:
     interval = args.interval  # type: ignore[attr-defined]
     with scratch("ssebench-bench-responsiveness-") as tmp:
         task = write_task(tmp / "task", TASK.format(sleep=sleep, size=size))
+        rounds = 1 if smoke else args.rounds  # type: ignore[attr-defined]
+        each: list[float] = []  # p99 during the call, per round
+        during: list[float] = []
+        quiet: list[float] = []
         with serving(tmp, task, 2, env=clean_env(tmp)) as server:
-            busy = asyncio.run(_measure(server.url, count, interval, None))
-            idle = asyncio.run(_measure(server.url, count, interval, busy["seconds"]))  # type: ignore[arg-type]
-    assert "test_patch result: FAILED." in str(busy["text"]), busy["text"]
-    during: list[float] = busy["latencies"]  # type: ignore[assignment]
-    quiet: list[float] = idle["latencies"]  # type: ignore[assignment]
-    p99 = percentile(during, 99)
+            for _ in range(rounds):
+                busy = asyncio.run(_measure(server.url, count, interval, None))
+                idle = asyncio.run(_measure(server.url, count, interval, busy["seconds"]))  # type: ignore[arg-type]
+                assert "test_patch result: FAILED." in str(busy["text"]), busy["text"]
+                assert busy["errors"] == 0, f"{busy['errors']} requests failed during the call"
+                each.append(percentile(busy["latencies"], 99))  # type: ignore[arg-type]
+                during += busy["latencies"]  # type: ignore[arg-type]
+                quiet += idle["latencies"]  # type: ignore[arg-type]
+    # A round's p99 is its ~6 slowest requests: one stall of the shared machine moves it by
+    # tens of ms, so the judged figure is the median of the rounds' p99s.
+    p99 = median(each)
     ok = p99 <= P99_TARGET and busy["errors"] == 0
     ms = 1000
     rows = [
@@ -113,10 +124,12 @@ def main(args: object) -> dict[str, object]:
             f"{busy['seconds']:.2f} s",
             f"({size / 2**20:.0f} MiB log)",
         ),
-        ("tools/list during the call", f"{len(during)}", f"errors: {busy['errors']}"),
+        ("rounds", str(len(each)), ""),
+        ("tools/list during the calls", f"{len(during)}", f"errors: {busy['errors']}"),
         ("  p50", f"{median(during) * ms:.1f} ms", ""),
+        ("  p99 of each round", ", ".join(f"{one * ms:.1f}" for one in each) + " ms", ""),
         (
-            "  p99",
+            "  p99, median of the rounds",
             f"{p99 * ms:.1f} ms",
             f"target <= {P99_TARGET * ms:.0f} ms, no errors: {verdict(ok, smoke)}",
         ),
@@ -148,6 +161,7 @@ def cli() -> object:
     p.add_argument("--interval", type=float, default=0.5, help="mean seconds between requests")
     p.add_argument("--sleep", type=float, default=5.0, help="seconds the build sleeps")
     p.add_argument("--mib", type=int, default=256, help="MiB the build prints before failing")
+    p.add_argument("--rounds", type=int, default=5, help="calls measured, each with its quiet twin")
     return p
 
 
