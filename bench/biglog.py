@@ -125,8 +125,11 @@ def main(args: object) -> dict[str, object]:
             daemon.wait(10)
             kill_all(task)
         leftovers = sorted(p.name for p in log_dir.iterdir()) if log_dir.exists() else []
-    ratio = median(ours) / median(base)
-    side_ratio = median(side_ours) / median(side_base)
+    # One baseline for both: cat's time moves by 5x with the page cache's state (1.8 s in one
+    # phase, 0.3 s in the next), so every copy of both phases counts.
+    copies = median(base + side_base)
+    ratio = median(ours) / copies
+    side_ratio = median(side_ours) / copies
     peak_mb = peak_kb / 1024
     side_peak_mb = side_peak_kb / 1024
     checked = saved + side_saved
@@ -140,7 +143,7 @@ def main(args: object) -> dict[str, object]:
             f"{median(ours):.2f} s",
             f"({mib / median(ours):.0f} MiB/s)",
         ),
-        ("embedded: cat to a file", f"{median(base):.2f} s", f"({mib / median(base):.0f} MiB/s)"),
+        ("cat to a file (both phases)", f"{copies:.2f} s", f"({mib / copies:.0f} MiB/s)"),
         (
             "embedded: ratio",
             f"{ratio:.2f}",
@@ -155,11 +158,6 @@ def main(args: object) -> dict[str, object]:
             "sidecar: test_patch over MCP",
             f"{median(side_ours):.2f} s",
             f"({mib / median(side_ours):.0f} MiB/s)",
-        ),
-        (
-            "sidecar: cat to a file",
-            f"{median(side_base):.2f} s",
-            f"({mib / median(side_base):.0f} MiB/s)",
         ),
         (
             "sidecar: ratio",
@@ -179,7 +177,7 @@ def main(args: object) -> dict[str, object]:
     assert not leftovers, f"files left in the log folder: {leftovers}"
     return {
         "call_s": median(ours),
-        "cat_s": median(base),
+        "cat_s": copies,
         "ratio": ratio,
         "sidecar_ratio": side_ratio,
         "peak_mb": peak_mb,
