@@ -4,8 +4,8 @@ A failing check's log ends the report the agent reads. A log of at most WORD_LIM
 BYTE_LIMIT bytes (as JSON writes it) is shown whole; a longer one is shown as its tail (the last
 LINE_LIMIT lines or the last WORD_LIMIT words, whichever is shorter, then cut to its last
 BYTE_LIMIT bytes) and saved byte for byte so the agent can read the rest. Logs arrive as chunks
-and may be far larger than memory, so decoded text is kept only as a rolling window that still
-holds the final tail.
+and may be far larger than memory: once a log is known to be long, only its raw end is kept,
+which holds the tail.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from ssebench.core.logend import LogEnd
 from ssebench.core.savedlogs import Owner, hand_over, new_log_path
 
 WORD_LIMIT = 10_000
@@ -31,9 +32,10 @@ LINE_LIMIT = 100
 BYTE_LIMIT = 64 * 1024
 
 BREAKS = "\r\n"  # only these are dropped from the end of a log
+MIN_KEEP = BYTE_LIMIT + 8  # raw bytes of a long log's end that always hold its tail (LogEnd)
+_KEEP = 4 * BYTE_LIMIT  # kept, so the end is cut no more often than every 256 KiB
 WORD = re.compile(r"\S+")  # re's \s is exactly str.isspace(), so these are str.split()'s words
 _WORD_START = re.compile(r"(?<=\s)\S")  # a word's first character (search(pos) looks behind pos)
-_MIN_WINDOW = 1 << 20  # decoded chars held before the first trim of a long log
 _TWO = '"\\\b\f\n\r\t'  # what JSON writes as two characters
 _SIX = re.compile(r"[\x00-\x07\x0b\x0e-\x1f]")  # and as six (\u00XX)
 
@@ -130,17 +132,16 @@ class LogAccumulator:
     """The streaming state of view_log, and of view_log_files while it reads a log's head.
 
     It writes the raw bytes to the save file as they come (only the end tells whether the file
-    is needed), counts words across chunk boundaries and the bytes of the decoded text (as JSON
-    writes it), and keeps a window of decoded text. The window is the whole text while the log
-    is short; after that it is a suffix starting at or before the final tail's start (plus the
-    kept end of a trailing run of line breaks, see _trim). File writes are synchronous: a 64 KiB
-    write lands in the page cache, and a thread hop per chunk would cost more than it saves.
+    is needed). It decodes the log, counting words and bytes as JSON writes them, only until it
+    is known to be long; then it keeps only its raw end (`LogEnd`), where the tail lies. File
+    writes are synchronous: a 64 KiB write lands in the page cache, and a thread hop per chunk
+    would cost more than it saves.
     """
 
     def __init__(
         self,
         log_dir: Path,
-        min_window: int = _MIN_WINDOW,
+        keep: int = _KEEP,
         *,
         save: bool = True,
         owner: Owner | None = None,
@@ -151,15 +152,15 @@ class LogAccumulator:
         self._file: BinaryIO | None = None
         self._save_failed = not save
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._pieces: list[str] = []
-        self._size = 0
+        self._pieces: list[str] = []  # the whole text, while the log is short
+        if keep < MIN_KEEP:
+            raise ValueError(f"the end of a long log needs at least {MIN_KEEP} bytes")
+        self._end = LogEnd(keep)
         # Counted while the log is short; once it is long only that matters.
         self._words = 0
         self._in_word = False  # the text so far ends inside a word
         self._bytes = 0  # bytes of the decoded text, as JSON writes it
         self._breaks = 0  # line breaks at its end, which the report drops (two bytes each)
-        self._min_window = min_window
-        self._trim_at = min_window
 
     @property
     def truncated(self) -> bool:
@@ -171,17 +172,22 @@ class LogAccumulator:
         """Take the next chunk of the log."""
         if chunk:
             self._write(chunk)
-            self._take(self._decoder.decode(chunk))
+            self._end.add(chunk)
+            if not self.truncated:
+                self._take(self._decoder.decode(chunk))
+                if self.truncated:
+                    self._pieces = []  # from now on the tail comes from the raw end
 
     def finish(self) -> LogView:
         """End of log: flush the decoder, apply the rule, keep the file only if truncated."""
-        self._take(self._decoder.decode(b"", final=True))
-        text = "".join(self._pieces).rstrip(BREAKS)
+        if not self.truncated:
+            self._take(self._decoder.decode(b"", final=True))
         if not self.truncated:
             self._discard_file()
+            text = "".join(self._pieces).rstrip(BREAKS)
             return LogView(text=text, truncated=False, saved_path=None)
         saved = self._keep_file()
-        return LogView(tail(text), truncated=True, saved_path=saved)
+        return LogView(tail(self._end.text()), truncated=True, saved_path=saved)
 
     def abort(self) -> None:
         """The stream failed: leave no partial file behind."""
@@ -226,12 +232,8 @@ class LogAccumulator:
     def _take(self, text: str) -> None:
         if not text:
             return
-        if not self.truncated:
-            self._count(text)
+        self._count(text)
         self._pieces.append(text)
-        self._size += len(text)
-        if self.truncated and self._size > self._trim_at:
-            self._trim()
 
     def _count(self, text: str) -> None:
         n = len(text.split())
@@ -242,27 +244,6 @@ class LogAccumulator:
         self._bytes += wire_size(text)
         body = len(text.rstrip(BREAKS))
         self._breaks = len(text) - body + (self._breaks if body == 0 else 0)
-
-    def _trim(self) -> None:
-        """Cut the window's front at the tail start of the text so far, or just before the
-        first character of its last BYTE_LIMIT bytes if that is later.
-
-        Later text only moves the line start, the word start and the first fitting character
-        forward, so nothing before them can be in the final tail. The one character kept
-        before the fitting one is what tells whether the final cut starts a line or a word;
-        the window's text from there never fits, so that character is never shown. A trailing
-        run of line breaks is either dropped at the end (nothing follows) or pushes the line
-        start past all but its last LINE_LIMIT newlines, so only those are kept. The next trim
-        waits until the window doubles, keeping the work linear in the log's size.
-        """
-        window = "".join(self._pieces)
-        body = window.rstrip(BREAKS)
-        run = window[len(body) :]
-        start = max(_tail_start(body), fitting_start(body) - 1)
-        kept = body[start:] + run[nth_newline_from_end(run, LINE_LIMIT + 1) + 1 :]
-        self._pieces = [kept]
-        self._size = len(kept)
-        self._trim_at = max(self._min_window, 2 * self._size)
 
 
 async def view_log(

@@ -23,6 +23,7 @@ from ssebench.core.logfiles import view_log_files
 from ssebench.core.logs import (
     BYTE_LIMIT,
     LINE_LIMIT,
+    MIN_KEEP,
     WORD_LIMIT,
     LogAccumulator,
     LogView,
@@ -74,12 +75,12 @@ async def _stream(data: bytes, size: int) -> AsyncIterator[bytes]:
 
 def both_paths(data: bytes, tmp_path: Path, chunk: int = 64 * KIB) -> LogView:
     """The view by the streamed path, after checking that the local-file path, and a stream
-    whose window is trimmed at almost every chunk, give the same."""
+    that keeps the smallest end of a long log, give the same."""
     streamed = asyncio.run(view_log(_stream(data, chunk), tmp_path / "streamed"))
     path = tmp_path / "case.log"
     path.write_bytes(data)
     local = view_log_files([path.open("rb")], tmp_path / "local")
-    trimmed = LogAccumulator(tmp_path / "trimmed", min_window=1_000)
+    trimmed = LogAccumulator(tmp_path / "trimmed", keep=MIN_KEEP)
     for i in range(0, len(data), chunk):
         trimmed.feed(data[i : i + chunk])
     small = trimmed.finish()
@@ -238,3 +239,23 @@ def test_the_first_fitting_character_is_found_as_the_naive_rule_finds_it(seed: i
     expected = next(i for i in range(len(text) + 1) if i == len(text) or suffix[i] <= BYTE_LIMIT)
     head = max(0, len(text) - BYTE_LIMIT - 1)  # the rule looks no further back than this
     assert fitting_start(text) == max(expected, head)
+
+
+@pytest.mark.parametrize(
+    "end",
+    [
+        b"\x80" * 70_000,  # stray continuation bytes: each its own replacement character
+        "\U0001f642".encode() * 20_000,  # 4-byte characters, cut anywhere inside one
+        b"\xe2\x82" * 30_000 + b"x",  # truncated sequences
+        (b"\xf0\x9f\x99\x82\x80" * 15_000),
+    ],
+)
+@pytest.mark.parametrize("chunk", [1000, 4093, 64 * KIB])
+def test_the_smallest_end_of_a_long_log_holds_its_tail(
+    tmp_path: Path, end: bytes, chunk: int
+) -> None:
+    """A stream keeps only the raw end of a long log (MIN_KEEP bytes at the least): however
+    that end is cut into a character, the tail is the naive rule's over the whole log."""
+    data = b"head " * 20_000 + end
+    view = both_paths(data, tmp_path, chunk)
+    assert (view.text, view.truncated) == naive_view(data)

@@ -15,6 +15,8 @@ import pytest
 
 from ssebench.core.logfiles import view_log_files
 from ssebench.core.logs import (
+    BYTE_LIMIT,
+    MIN_KEEP,
     WORD_LIMIT,
     LogAccumulator,
     LogView,
@@ -213,11 +215,11 @@ def test_long_log_window_stays_bounded(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("run", ["\n", "\r\n"])
-@pytest.mark.parametrize(("min_window", "size"), [(1 << 20, 65_536), (1000, 2000)])
+@pytest.mark.parametrize(("keep", "size"), [(4 * BYTE_LIMIT, 65_536), (MIN_KEEP, 2000)])
 def test_huge_trailing_break_run_stays_bounded(
-    tmp_path: Path, run: str, min_window: int, size: int
+    tmp_path: Path, run: str, keep: int, size: int
 ) -> None:
-    """A small window trims on every chunk, so the run is trailing at the last trim."""
+    """The smallest end is cut at almost every chunk, so the run is trailing at the last cut."""
     lines = [f"line{i}" for i in range(20_000)]
     head = "\n".join(lines).encode()
     blank = (run * (5_000_000 // len(run))).encode()  # 5 MB of breaks
@@ -226,7 +228,7 @@ def test_huge_trailing_break_run_stays_bounded(
         (b"x", run * 99 + "x"),
     ]:
         log_dir = tmp_path / f"logs{len(suffix)}"
-        acc = LogAccumulator(log_dir, min_window=min_window)
+        acc = LogAccumulator(log_dir, keep=keep)
         largest = _peak_while_feeding(acc, [head, *_pieces(blank, size), suffix])
         view = acc.finish()
         assert largest < 8_000_000  # the log is 5 MB of breaks after 20,000 lines
@@ -261,7 +263,7 @@ def test_random_logs_match_the_naive_rule(tmp_path: Path, seed: int) -> None:
         step = rng.randint(1, 3000)
         chunks.append(data[i : i + step])
         i += step
-    acc = LogAccumulator(tmp_path, min_window=rng.choice([100, 5_000, 50_000]))
+    acc = LogAccumulator(tmp_path, keep=rng.choice([MIN_KEEP, MIN_KEEP + 4_999, 4 * BYTE_LIMIT]))
     for chunk in chunks:
         acc.feed(chunk)
     view = acc.finish()

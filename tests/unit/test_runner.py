@@ -59,8 +59,10 @@ def _run(
 
 
 def _outcome(finished: CaseRun) -> CaseRun:
-    """The result without its duration and log, so whole results compare."""
-    return dataclasses.replace(finished, seconds=0.0, log_path=None)
+    """The result without its duration, log and count of killed processes, so whole results
+    compare (how many a stop found still running is the machine's timing, unless every one
+    of them ignored SIGTERM: those tests count them)."""
+    return dataclasses.replace(finished, seconds=0.0, log_path=None, killed=0)
 
 
 def _stat(pid: int) -> tuple[str, int] | None:
@@ -205,9 +207,8 @@ def test_a_command_ignoring_sigterm_is_killed_after_the_grace(tmp_path: Path) ->
     finished = _run(command, tmp_path, timeout=1.0, grace=0.5)
     returned = time.monotonic() - started
     # Both sleeps (the shell execs the last) ignored the SIGTERM: killed after the grace.
-    assert _outcome(finished) == CaseRun(
-        exit_code=None, signal=9, timed_out=True, seconds=0.0, killed=2
-    )
+    assert _outcome(finished) == CaseRun(exit_code=None, signal=9, timed_out=True, seconds=0.0)
+    assert finished.killed == 2
     assert 1.4 <= returned < 3.0
     [pgid] = _read_ints(tmp_path / "pgid")
     live, _ = wait_group_gone(pgid)
@@ -222,9 +223,8 @@ def test_a_shell_that_dies_on_sigterm_does_not_spare_a_child_that_ignores_it(
     started = time.monotonic()
     finished = _run(command, tmp_path, timeout=1.0, grace=0.5)
     returned = time.monotonic() - started
-    assert _outcome(finished) == CaseRun(
-        exit_code=None, signal=15, timed_out=True, seconds=0.0, killed=1
-    )
+    assert _outcome(finished) == CaseRun(exit_code=None, signal=15, timed_out=True, seconds=0.0)
+    assert finished.killed >= 1  # the child ignoring SIGTERM (and its subshell, if it forked)
     assert returned < 2.5
     [pgid] = _read_ints(tmp_path / "pgid")
     wait_group_gone(pgid)
@@ -244,9 +244,8 @@ def test_a_background_child_holding_stdout_does_not_hang_the_run(
     started = time.monotonic()
     finished = _run(command, tmp_path, timeout=20.0)
     returned = time.monotonic() - started
-    assert _outcome(finished) == CaseRun(
-        exit_code=0, signal=None, timed_out=False, seconds=0.0, killed=1
-    )
+    assert _outcome(finished) == CaseRun(exit_code=0, signal=None, timed_out=False, seconds=0.0)
+    assert finished.killed >= 1  # the sleep (and a subshell not yet gone, on a loaded machine)
     assert returned < 3.0
     assert (tmp_path / "case.log").read_bytes() == b"done\n"
     [pgid] = _read_ints(tmp_path / "pgid")
