@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import filecmp
+import os
 import re
 import subprocess
 import time
@@ -69,6 +70,7 @@ def measure(server: Server, pairs: int, printed: Path, copy: Path) -> tuple[list
 
             def call() -> float:
                 async def timed() -> float:
+                    os.sync()  # each side starts with no dirty pages of the last (untimed)
                     started = time.perf_counter()
                     text = await tool_text(client, CALL_TIMEOUT)
                     seconds = time.perf_counter() - started
@@ -82,6 +84,7 @@ def measure(server: Server, pairs: int, printed: Path, copy: Path) -> tuple[list
                 return asyncio.run_coroutine_threadsafe(timed(), loop).result()
 
             def cat() -> float:
+                os.sync()
                 started = time.perf_counter()
                 with copy.open("wb") as out:
                     subprocess.run(["cat", str(printed)], stdout=out, check=True)
@@ -125,8 +128,8 @@ def main(args: object) -> dict[str, object]:
             daemon.wait(10)
             kill_all(task)
         leftovers = sorted(p.name for p in log_dir.iterdir()) if log_dir.exists() else []
-    # One baseline for both: cat's time moves by 5x with the page cache's state (1.8 s in one
-    # phase, 0.3 s in the next), so every copy of both phases counts.
+    # One baseline for both: cat's time moved by 5x with the page cache's state (1.8 s in one
+    # phase, 0.3 s in the next, before each side began with a sync), so every copy counts.
     copies = median(base + side_base)
     ratio = median(ours) / copies
     side_ratio = median(side_ours) / copies
