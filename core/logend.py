@@ -39,8 +39,14 @@ class LogEnd:
 
     def text(self) -> str:
         """The end of the stripped text, decoded from a character's first byte."""
-        data = bytes(self.body)
-        skip = 0
-        while self.cut and skip < min(3, len(data)) and 0x80 <= data[skip] <= 0xBF:
-            skip += 1  # a character's own: at most 3 (a stray one is a character of its own)
-        return data[skip:].decode("utf-8", errors="replace")
+        return decode_end(bytes(self.body), cut=self.cut)
+
+
+def decode_end(data: bytes, *, cut: bool) -> str:
+    """The end of a log as its whole decoding has it from here on: where `cut` inside the log
+    (maybe inside a character), decoded after at most 3 continuation bytes, a character's own
+    (a stray one further on is a character of its own, as in the whole log)."""
+    skip = 0
+    while cut and skip < min(3, len(data)) and 0x80 <= data[skip] <= 0xBF:
+        skip += 1
+    return data[skip:].decode("utf-8", errors="replace")

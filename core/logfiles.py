@@ -15,6 +15,7 @@ from itertools import islice
 from pathlib import Path
 from typing import BinaryIO
 
+from ssebench.core.logend import decode_end
 from ssebench.core.logs import (
     BREAKS,
     BYTE_LIMIT,
@@ -68,7 +69,7 @@ class _Joined:
 def _tail_of(log: _Joined) -> str:
     """The spec's tail, read from the end of the log in growing spans.
 
-    A span decoded from a cut inside the log starts after any UTF-8 continuation bytes, where
+    A span decoded from a cut inside the log starts after a character's continuation bytes, where
     the whole log's decoding is at a character boundary too, so the texts agree from there on.
     The span settles the tail once it holds the 100th line break from the end (the line start
     is then exact, and words are only counted after it), more than WORD_LIMIT words (the word
@@ -79,13 +80,7 @@ def _tail_of(log: _Joined) -> str:
     span = _TAIL_SPAN
     while True:
         start = max(0, log.size - span)
-        data = log.read(start, log.size - start)
-        if start:
-            skip = 0
-            while skip < len(data) and 0x80 <= data[skip] <= 0xBF:
-                skip += 1
-            data = data[skip:]
-        body = data.decode("utf-8", errors="replace").rstrip(BREAKS)
+        body = decode_end(log.read(start, log.size - start), cut=start > 0).rstrip(BREAKS)
         words = sum(1 for _ in islice(WORD.finditer(body), WORD_LIMIT + 1))
         settled = nth_newline_from_end(body, LINE_LIMIT) >= 0 or words > WORD_LIMIT
         if not start or settled or wire_size(body) > BYTE_LIMIT:

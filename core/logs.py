@@ -94,8 +94,7 @@ def fitting_start(text: str) -> int:
     if total <= BYTE_LIMIT:
         return head  # 0: a longer text's last BYTE_LIMIT + 1 characters never fit
     # Dropping `over` bytes takes at most `over` characters (each is at least one byte): the
-    # search measures only what it drops, never the whole suffix again (a 1 GiB log in a
-    # sidecar trims ~1,000 times).
+    # search measures only what it drops, never the whole suffix again.
     over = total - BYTE_LIMIT
     low, high = head, min(len(text), head + over)  # text[high:] fits; text[low:] does not
     while high - low > 1:
