@@ -18,8 +18,9 @@ from pathlib import Path
 
 from _common import machine, parser, run, scratch, table
 
+from ssebench.core.daemons.local import available, choose_isolation
 from ssebench.daemon.cases import Cases
-from ssebench.daemon.isolation import available, choose
+from ssebench.daemon.confine.user import case_user
 from ssebench.daemon.task import load_task
 from ssebench.plugins.build import BUILD
 
@@ -28,17 +29,19 @@ async def measure(tmp: Path, rounds: int) -> dict[str, list[float]]:
     (tmp / "src").mkdir()
     (tmp / "task.toml").write_text('source = "src"\n[checks.build]\nrun = "true"\n')
     task = load_task(tmp, [BUILD])
-    names = ["none", *available()]
-    cases = {name: Cases(task, [BUILD], mechanism=choose(name)) for name in names}
+    names = ["none", *available(case_user())]
+    cases = {name: Cases(task, [BUILD], mechanism=choose_isolation(name)) for name in names}
     times: dict[str, list[float]] = {name: [] for name in [*names, "bare bash -c true"]}
     try:
         for name, each in cases.items():  # start every supervisor before timing anything
-            await each.run("true", timeout=30, log_path=tmp / f"{name}.log")
+            await each.run("true", "build", timeout=30, log_path=tmp / f"{name}.log")
         for index in range(rounds):
             order = names[index % len(names) :] + names[: index % len(names)]
             for name in order:
                 started = time.perf_counter()
-                run = await cases[name].run("true", timeout=30, log_path=tmp / f"{name}.log")
+                run = await cases[name].run(
+                    "true", "build", timeout=30, log_path=tmp / f"{name}.log"
+                )
                 times[name].append(time.perf_counter() - started)
                 assert run.exit_code == 0, (name, run)
             started = time.perf_counter()

@@ -95,6 +95,12 @@ class Ignore:
                 excluded = not rule.negated
         return excluded
 
+    def excludes_folder(self, path: str) -> bool:
+        """Whether the folder at `path` is ignored, itself or as part of an excluded folder:
+        nothing new inside it is source."""
+        parts = path.split("/")
+        return any(self._own("/".join(parts[: i + 1]), True) for i in range(len(parts)))
+
     def excludes(self, path: str) -> bool:
         """Whether the file at `path` (relative, `/`-separated) is ignored, by its own rules or
         as part of an excluded folder."""

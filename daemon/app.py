@@ -22,8 +22,8 @@ from starlette.routing import Route
 
 from ssebench.core.case import case_to_wire
 from ssebench.core.protocol import API_PREFIX, CheckInfo, CheckList, Health
+from ssebench.daemon.confine.runner import RunnerError
 from ssebench.daemon.hosts import HostGuard
-from ssebench.daemon.runner import RunnerError
 from ssebench.daemon.service import CaseService, NotFound, Withheld
 
 log = logging.getLogger("ssebench.daemon")

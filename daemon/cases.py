@@ -1,10 +1,11 @@
-"""Where and how one daemon's cases run: what its level lets them reach, and their environment.
+"""Where and how one daemon's cases run: the runner copy, each check's policy, the environment.
 
-Each case gets the daemon's environment less ssebench's own settings, the task's `env`,
-`SSE_TASK_DIR` and `SSE_SOURCE_DIR`, and a TMPDIR and HOME of its own, made empty for it and
-removed after it. What it may read and write is the daemon's policy: the task files of the
-checks the level enables, the source tree, its own folder; never the rest of the task folder,
-the spool, the saved logs or the shared temporary folders.
+Every case runs on the daemon's runner copy of the tree (daemon/runnercopy.py), brought up to
+date first, as the daemon's case user, confined by the trusted core (daemon/confine). What it
+may read is its own check's policy: the system, the top-level task files, its own check's
+files (never another check's, at any level: a build at grading must not read the PoCs) and the
+task's `readable` paths; what it may write, the copy and its own folder. Its environment is an
+allow-list, never the daemon's own less ours: no credential of the evaluator's reaches a case.
 """
 
 from __future__ import annotations
@@ -16,21 +17,22 @@ import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from ssebench.core.case import CaseRun
 from ssebench.core.check import Check
 from ssebench.core.errors import ConfigError
-from ssebench.daemon.credentials import CaseUser, case_user
+from ssebench.daemon.confine.choice import UNCONFINED, binds, hides_by_permissions, is_confined
+from ssebench.daemon.confine.mechanism import Folders, Mechanism
+from ssebench.daemon.confine.policy import CaseUser, Grant, Policy, system_paths
+from ssebench.daemon.confine.runner import GRACE_SECONDS, LOG_LIMIT, CaseEnd, Runner, RunnerError
+from ssebench.daemon.confine.user import case_user, own_user
 from ssebench.daemon.guard import make_folder, private_parent, remove_folder, remove_tree
-from ssebench.daemon.isolation import Grant, Mechanism, Policy, system_paths
-from ssebench.daemon.runner import GRACE_SECONDS, LOG_LIMIT, Runner
+from ssebench.daemon.runnercopy import RunnerCopy, SyncError
+from ssebench.daemon.scratch import copy_tree
 from ssebench.daemon.task import Task
 
-UNCONFINED = Mechanism("none", "cases run unconfined")
-
-
-def is_own_setting(name: str) -> bool:
-    """ssebench's settings (SSE_DIFFICULTY, MCP_LOG_DIR, ...) are the daemon's, not the case's."""
-    return name.startswith("SSE_") or name == "MCP_LOG_DIR"
+# What a case sees of the daemon's environment besides its own variables and `pass_env`:
+# what a build needs to find its tools and speak the user's language, nothing else.
+PASSED = ("PATH", "LANG", "TERM", "TZ")
+PASSED_PREFIXES = ("LC_",)
 
 
 def reachable(path: str, roots: Iterable[str]) -> bool:
@@ -52,50 +54,59 @@ def _reachable_path(path: str, roots: tuple[str, ...]) -> str:
 
 
 def case_environment(
-    environ: Mapping[str, str], task: Task, case_dir: Path, roots: Iterable[str] = ("/",)
+    environ: Mapping[str, str],
+    task: Task,
+    tree: str,
+    folders: Folders,
+    user: CaseUser,
+    roots: Iterable[str] = ("/",),
 ) -> dict[str, str]:
-    """The daemon's environment less ssebench's settings, with the folders of $PATH the case
-    cannot reach left out (so a command is found where the case can run it, under every
-    mechanism alike), its own TMPDIR and HOME, the task's `env` and SSE_TASK_DIR/SOURCE_DIR."""
-    env = {name: value for name, value in environ.items() if not is_own_setting(name)}
+    """The allow-list: PATH (less the folders the case cannot reach, so a command is found
+    where the case can run it), the locale, TERM and TZ, the task's `pass_env` names; then its
+    own TMPDIR, HOME, USER and LOGNAME, the task's `env`, SSE_TASK_DIR and SSE_SOURCE_DIR."""
+    names = {*PASSED, *task.pass_env}
+    env = {
+        name: value
+        for name, value in environ.items()
+        if name in names or name.startswith(PASSED_PREFIXES)
+    }
     if "PATH" in env:
         env["PATH"] = _reachable_path(env["PATH"], tuple(roots))
-    env.update(TMPDIR=str(case_dir / "tmp"), HOME=str(case_dir / "home"))
-    env.update(task.case_env())
-    env.update(SSE_TASK_DIR=str(task.directory), SSE_SOURCE_DIR=str(task.source))
+    env.update(TMPDIR=folders.tmp, HOME=folders.home, USER=user.name, LOGNAME=user.name)
+    env.update(task.case_env(tree))
+    env.update(SSE_TASK_DIR=str(task.directory), SSE_SOURCE_DIR=tree)
     return env
 
 
-def policy_for(
-    task: Task, enabled: Iterable[Check], *, hidden: Iterable[Path], user: CaseUser | None = None
-) -> Policy:
-    """What every case of a daemon at this level may reach (DESIGN.md's table)."""
-    # Every daemon's folders (spools, case folders, grading copies) lie in private_parent().
-    hide = {str(task.directory), str(private_parent()), *map(os.path.realpath, hidden)}
-    paths = (*task.granted(enabled), *task.readable)
+def _both(paths: Iterable[Path]) -> list[str]:
+    """Each path as named and where it leads."""
+    return list(dict.fromkeys(p for path in paths for p in (str(path), os.path.realpath(path))))
+
+
+def policy_for(task: Task, check: str, tree: Grant, *, hidden: Iterable[Path] = ()) -> Policy:
+    """What the cases of check `check` may reach (DESIGN.md's table): the top-level files and
+    their check's own; every other check's files are hidden wherever they lie."""
+    own = task.checks[check].files if check in task.checks else ()
+    granted = (*task.files, *own)
+    others = [p for key, t in task.checks.items() if key != check for p in t.files]
+    withheld = _both([task.directory, *[p for p in others if p not in granted]])
+    hide = {*withheld, str(private_parent()), *map(os.path.realpath, hidden)}
     return Policy(
         system=system_paths(network=task.network),
-        readable=tuple(Grant(str(path), os.path.realpath(path)) for path in paths),
-        writable=(str(task.source),),
+        readable=tuple(Grant(str(p), os.path.realpath(p)) for p in (*granted, *task.readable)),
+        writable=(tree,),
         hidden=tuple(sorted(hide)),
+        withheld=tuple(withheld),
+        public=(str(task.source),),
         network=task.network,
-        user=user,
         limits=task.limits,
     )
 
 
-def writable_by(user: CaseUser, source: Path) -> None:
-    """A non-root daemon runs cases as itself: it must be able to write the tree, or every
-    build would fail and blame the patch."""
-    if os.geteuid() != 0 and source.exists() and not os.access(source, os.W_OK | os.X_OK):
-        raise ConfigError(
-            f"{source}: the source tree is not writable by this user (uid {user.uid}), who "
-            "runs the cases: run ssebench as the tree's owner, or as root"
-        )
-
-
 class Cases:
-    """Runs one command as a case of this daemon: its own folder, its environment, confined."""
+    """Runs one command as a case of this daemon: on the runner copy, in its own folder, with
+    its check's policy, confined. `tree`: a grade's scratch copy of the task's tree, ours
+    already, taken as the runner copy instead of a copy of the agent's."""
 
     def __init__(
         self,
@@ -104,47 +115,89 @@ class Cases:
         *,
         hidden: Iterable[Path] = (),
         mechanism: Mechanism | None = None,
+        user: str | None = None,
         grace: float = GRACE_SECONDS,
         log_limit: int = LOG_LIMIT,
+        tree: Path | None = None,
     ) -> None:
-        self.task = task
-        mechanism = mechanism or UNCONFINED
-        self.user = case_user(task.source)
-        writable_by(self.user, task.source)
-        confined = mechanism.name != UNCONFINED.name
-        policy = policy_for(task, enabled, hidden=hidden, user=self.user if confined else None)
-        self.roots = (*policy.roots(),) if confined else ("/",)
+        self.mechanism = mechanism or UNCONFINED
+        confined = is_confined(self.mechanism)
+        self.user = case_user(user) if confined else own_user()
+        self.task, self.task_copy = self._readable_task(task)
+        self.copy = RunnerCopy(tree or task.source, self.user, adopt=tree is not None)
+        try:
+            self.copy.sync()  # the tree as shipped, before any agent's change
+        except SyncError as exc:
+            self.copy.close()
+            raise ConfigError(str(exc)) from None
+        seen = str(task.source) if binds(self.mechanism) else str(self.copy.path)
+        self.tree = Grant(seen, str(self.copy.path))
+        self.hidden = tuple(hidden)
+        self.policies = {check.key: self.policy(check.key) for check in enabled}
+        roots = {root for policy in self.policies.values() for root in policy.roots()}
+        self.roots = tuple(sorted(roots)) if confined else ("/",)
         # Made now, reachable by path for the case's user; removed by the guard should this
         # process die. Each case's folder inside is its own, made fresh and removed after it.
         self.root = make_folder("ssebench-cases-", reachable=True)
-        self.runner = Runner(mechanism, policy, grace=grace, log_limit=log_limit)
+        self.runner = Runner(self.mechanism, self.user, grace=grace, log_limit=log_limit)
         self._removals: set[asyncio.Future[None]] = set()  # folders of ended cases
 
-    async def run(self, command: str, *, timeout: float, log_path: Path) -> CaseRun:
-        case_dir = self.root / uuid.uuid4().hex
-        for folder in (case_dir, case_dir / "tmp", case_dir / "home"):
-            folder.mkdir(mode=0o700)
-            if os.geteuid() == 0:
-                os.chown(folder, self.user.uid, self.user.gid)
+    def _readable_task(self, task: Task) -> tuple[Task, Path | None]:
+        """The task as its cases see it: where the case user's permissions must hide withheld
+        files (Landlock) and the task folder is read-only (a dataset mounted so), no ACL entry
+        can be written there: the cases then read a copy of the folder, ours."""
+        if not (self.user.switched and hides_by_permissions(self.mechanism)):
+            return task, None
+        if not os.statvfs(task.directory).f_flag & os.ST_RDONLY:
+            return task, None
+        folder = make_folder("ssebench-task-")
+        try:
+            copy_tree(task.directory, folder / task.directory.name)
+        except OSError as exc:
+            remove_folder(folder, remove_tree)
+            why = f"cannot copy the read-only task folder {task.directory}: {exc}"
+            raise ConfigError(why) from None
+        return task.moved(folder / task.directory.name), folder
+
+    def policy(self, check: str) -> Policy:
+        return policy_for(self.task, check, self.tree, hidden=self.hidden)
+
+    async def run(self, command: str, check: str, *, timeout: float, log_path: Path) -> CaseEnd:
+        """`command` as a case of `check`, on the runner copy brought up to date first.
+        RunnerError when it cannot run (the copy cannot be synced, the case cannot start)."""
+        try:
+            await asyncio.to_thread(self.copy.sync)
+        except SyncError as exc:
+            raise RunnerError(str(exc)) from exc
+        folders = Folders(str(self.root / uuid.uuid4().hex))
+        folders.make(self.user)
+        policy = self.policies.get(check) or self.policy(check)
         try:
             return await self.runner.run(
                 command,
-                cwd=self.task.source,
-                env=case_environment(os.environ, self.task, case_dir, self.roots),
+                policy,
+                cwd=Path(self.tree.path),
+                env=case_environment(
+                    os.environ, self.task, self.tree.path, folders, self.user, self.roots
+                ),
                 timeout=timeout,
                 log_path=log_path,
-                case_dir=case_dir,
+                case_dir=Path(folders.root),
+                reads=self.task.named_files(command),
             )
         finally:
             # Nothing of the case runs now: its folder goes while the next case starts (no
             # other case can reach it: each sees only its own).
-            removal = asyncio.ensure_future(asyncio.to_thread(remove_tree, case_dir))
+            removal = asyncio.ensure_future(asyncio.to_thread(remove_tree, Path(folders.root)))
             self._removals.add(removal)
             removal.add_done_callback(self._removals.discard)
 
     def close(self) -> None:
         self.runner.close()
         remove_folder(self.root, remove_tree)
+        self.copy.close()
+        if self.task_copy is not None:
+            remove_folder(self.task_copy, remove_tree)
 
     async def aclose(self) -> None:
         """close(), once the stops of cancelled cases and the removal of folders finished."""
@@ -152,3 +205,15 @@ class Cases:
         if self._removals:
             await asyncio.wait(set(self._removals))
         self.close()
+
+
+def log_owner(source: Path) -> tuple[int, int] | None:
+    """Whose the saved long logs of this tree's cases are: the agent's, the tree's owner, when
+    this process is root (so the agent can open the file the report names); else ours."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        info = os.stat(source)
+    except OSError:
+        return None
+    return info.st_uid, info.st_gid

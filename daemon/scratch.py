@@ -17,7 +17,6 @@ the files it writes belong to whoever the cases run as.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import shutil
 import subprocess
@@ -26,7 +25,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ssebench.core.errors import ConfigError, PatchError
-from ssebench.daemon.credentials import case_user
 from ssebench.daemon.guard import make_folder, remove_folder, remove_tree
 from ssebench.daemon.task import Task
 
@@ -91,10 +89,10 @@ def apply_patch(tree: Path, patch: bytes, no_repository: Path | None = None) -> 
     git = shutil.which("git")
     if git is None:
         raise ConfigError("applying a patch needs git (`git apply`); install git")
-    owner = case_user(tree)
+    owner = os.stat(tree)
     as_owner = (
-        {"user": owner.uid, "group": owner.gid, "extra_groups": []}
-        if os.geteuid() == 0 and owner.uid != 0
+        {"user": owner.st_uid, "group": owner.st_gid, "extra_groups": []}
+        if os.geteuid() == 0 and owner.st_uid != 0
         else {}
     )
     no_repository.mkdir(exist_ok=True)
@@ -126,8 +124,8 @@ def read_patch(path: Path) -> bytes:
 
 
 @contextlib.contextmanager
-def patched_copy(task: Task, patch: bytes | None) -> Iterator[Task]:
-    """`task` on a scratch copy of its source with `patch` applied (None: as shipped).
+def patched_copy(task: Task, patch: bytes | None) -> Iterator[Path]:
+    """A scratch copy of `task`'s source with `patch` applied (None: as shipped).
 
     The folder is removed afterwards, on an error or Ctrl+C too, and by the guard should this
     process be killed. PatchError (the patch does not apply) leaves nothing behind either.
@@ -142,6 +140,6 @@ def patched_copy(task: Task, patch: bytes | None) -> Iterator[Task]:
         copy_tree(task.source, copy)
         if patch is not None:
             apply_patch(copy, patch, scratch / "no-repository")
-        yield dataclasses.replace(task, source=copy)
+        yield copy
     finally:
         remove_folder(scratch, remove_tree)

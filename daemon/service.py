@@ -22,9 +22,9 @@ from ssebench.core.check import Check
 from ssebench.core.errors import DaemonError
 from ssebench.core.registry import Registry
 from ssebench.daemon.cases import Cases
+from ssebench.daemon.confine.mechanism import Mechanism
+from ssebench.daemon.confine.runner import LOG_LIMIT, RunnerError
 from ssebench.daemon.guard import make_folder, remove_folder
-from ssebench.daemon.isolation import Mechanism
-from ssebench.daemon.runner import LOG_LIMIT, RunnerError
 from ssebench.daemon.task import DEFAULT_TIMEOUT, Task
 
 _CHUNK = 1 << 16
@@ -49,7 +49,9 @@ class Listed:
 
 class CaseService:
     """One task's cases at one level (None: the evaluator's, every check), confined by
-    `mechanism`, never able to read the spool nor `log_dir` (where the server saves logs)."""
+    `mechanism`, run as `case_user` (None: one of their own), never able to read the spool nor
+    `log_dir` (where the server saves logs). `tree`: a grade's scratch copy of the task's tree,
+    which the cases run on as it is (else on a runner copy of the agent's tree)."""
 
     def __init__(
         self,
@@ -61,6 +63,8 @@ class CaseService:
         mechanism: Mechanism | None = None,
         log_dir: Path | None = None,
         log_limit: int = LOG_LIMIT,
+        case_user: str | None = None,
+        tree: Path | None = None,
     ) -> None:
         self.task = task
         self.registry = registry
@@ -69,7 +73,13 @@ class CaseService:
         self.spool = make_folder("ssebench-logs-") if spool is None else spool
         hidden = [self.spool, *([log_dir] if log_dir is not None else [])]
         enabled = registry.at_level(level).enabled
-        self.cases = Cases(task, enabled, hidden=hidden, mechanism=mechanism, log_limit=log_limit)
+        try:
+            self.cases = Cases(task, enabled, hidden=hidden, mechanism=mechanism,
+                               user=case_user, log_limit=log_limit, tree=tree)  # fmt: skip
+        except BaseException:
+            if self._own_spool:
+                remove_folder(self.spool)
+            raise
         self.lock = asyncio.Lock()
         self.logs: dict[str, Path] = {}
         self.latest: dict[tuple[str, int], str] = {}
@@ -103,16 +113,22 @@ class CaseService:
             raise NotFound(f"no case {index} of {check.name}")
         async with self.lock:
             log_id, log_path = self._new_log(key, index)
-            finished = await self.cases.run(
-                table.cases[index], timeout=table.timeout, log_path=log_path
+            end = await self.cases.run(
+                table.cases[index], key, timeout=table.timeout, log_path=log_path
             )
-            run = replace(
-                finished,
+            run = CaseRun(
+                exit_code=end.exit_code,
+                signal=end.signal,
+                timed_out=end.timed_out,
+                seconds=end.seconds,
+                log_path=log_path,
                 options=table.options_of(index),
                 key=key,
                 index=index,
                 log_id=log_id,
                 log_size=log_path.stat().st_size,
+                killed=end.killed,
+                dropped=end.dropped,
             )
             passed = await asyncio.to_thread(table.check.judge, run)
             return replace(run, passed=bool(passed))

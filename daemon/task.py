@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import re
 import tomllib
 from collections.abc import Iterable
@@ -13,10 +15,10 @@ from pydantic import ValidationError
 
 from ssebench.core.check import Check
 from ssebench.core.errors import ConfigError
-from ssebench.daemon.credentials import Limits
+from ssebench.daemon.confine.policy import Limits
 from ssebench.daemon.taskfile import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
 from ssebench.daemon.taskfile import TaskCheck, TaskFile
-from ssebench.daemon.taskpaths import Fail, check_references, path_error
+from ssebench.daemon.taskpaths import Fail, check_references, named_task_paths, path_error
 from ssebench.daemon.tomlrules import Context, first_problem
 
 # What expands in `env` values: these two, as $NAME or ${NAME}; nothing else (no shell runs).
@@ -38,20 +40,44 @@ class Task:
     readable: tuple[Path, ...] = ()  # system paths beyond the usual ones a toolchain needs
     limits: Limits = field(default_factory=Limits)
     image: str | None = None  # the task's environment under `grade --backend docker`
+    pass_env: tuple[str, ...] = ()  # names of the daemon's environment a case may see
 
     @property
     def directory(self) -> Path:
         return self.path.parent
 
-    def case_env(self) -> dict[str, str]:
-        """`env` as cases get it: $SSE_TASK_DIR and $SSE_SOURCE_DIR expanded to this task's
-        folders (on a grading copy, the copy's source), so a path beside the tree reaches
-        the case wherever the tree is graded."""
-        folders = {"SSE_TASK_DIR": str(self.directory), "SSE_SOURCE_DIR": str(self.source)}
+    def case_env(self, tree: str) -> dict[str, str]:
+        """`env` as cases get it: $SSE_TASK_DIR and $SSE_SOURCE_DIR expanded to the task
+        folder and to `tree`, where the case sees the tree (its runner copy), so a path beside
+        the tree reaches the case wherever the tree is."""
+        folders = {"SSE_TASK_DIR": str(self.directory), "SSE_SOURCE_DIR": tree}
         return {
             name: _FOLDER.sub(lambda found: folders[found[1] or found[2]], value)
             for name, value in self.env.items()
         }
+
+    def named_files(self, command: str) -> tuple[str, ...]:
+        """The task files `command` names that exist, where they lead: its case's user must
+        read each of them."""
+        return tuple(
+            os.path.realpath(path) for path in named_task_paths(self, command) if path.exists()
+        )
+
+    def moved(self, directory: Path) -> Task:
+        """This task read from a copy of its folder at `directory`: every path in the folder
+        (task.toml, task files) moved there; the source tree and paths outside stay."""
+
+        def move(path: Path) -> Path:
+            inside = path.is_relative_to(self.directory)
+            return directory / path.relative_to(self.directory) if inside else path
+
+        checks = {
+            key: dataclasses.replace(table, files=tuple(map(move, table.files)))
+            for key, table in self.checks.items()
+        }
+        return dataclasses.replace(
+            self, path=move(self.path), checks=checks, files=tuple(map(move, self.files))
+        )
 
     def granted(self, enabled: Iterable[Check]) -> tuple[Path, ...]:
         """The task files cases may read while these checks are enabled."""
@@ -99,6 +125,7 @@ def load_task(task: Path, checks: tuple[Check, ...] | list[Check]) -> Task:
         found.readable,
         found.limits.limits(),
         found.image,
+        tuple(found.pass_env),
     )
     check_references(loaded, _fail(path))
     return loaded

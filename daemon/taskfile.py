@@ -9,9 +9,6 @@ get the task file's path as the validation context.
 from __future__ import annotations
 
 import functools
-import math
-import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
@@ -27,18 +24,21 @@ from pydantic import (
 
 from ssebench.core.check import Check
 from ssebench.core.errors import plain_error
-from ssebench.daemon.credentials import Limits
+from ssebench.daemon.confine.policy import Limits
 from ssebench.daemon.taskpaths import readable_paths, resolve, task_files
 from ssebench.daemon.tomlrules import (
     Context,
     Problem,
     Table,
     Where,
+    env_table,
     fail,
     first_problem,
     must,
+    seconds,
     table,
     then,
+    variable_names,
 )
 
 DEFAULT_TIMEOUT = 3600.0
@@ -73,16 +73,6 @@ Files = Annotated[
 ]
 
 
-def _seconds(value: object, handler: Callable[[object], object]) -> object:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise Problem((), f"must be a number of seconds (got {value!r})")
-    if not math.isfinite(value):
-        raise Problem((), f"must be a finite number of seconds (got {value!r})")
-    if value <= 0:
-        raise Problem((), f"must be greater than 0 (got {value!r})")
-    return handler(value)
-
-
 class CaseTable(Table):
     """A case given as a table: `{ run = "...", <the check's keys> }`; its keys replace the
     check table's for this case."""
@@ -105,7 +95,7 @@ class CheckTable(Table):
     cases: Annotated[list[object] | None, must("must be a list of commands")] = Field(
         None, description="several cases, run in order: commands, or tables with `run`"
     )
-    timeout: Annotated[float, WrapValidator(_seconds)] = Field(
+    timeout: Annotated[float, WrapValidator(seconds)] = Field(
         DEFAULT_TIMEOUT, description="seconds each case may take"
     )
     files: Files = ()
@@ -183,19 +173,6 @@ def for_check(options: type[BaseModel] | None) -> type[CheckTable]:
 IMAGE = r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]*$"
 
 
-def _env(value: object, handler: Callable[[object], object]) -> object:
-    if not isinstance(value, dict):
-        raise Problem((), 'must be a table of NAME = "value"')
-    for name, text in value.items():
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) or not isinstance(text, str):
-            raise Problem((name,), "must be a variable name with a string value")
-        if "\0" in text:
-            raise Problem((name,), "must not contain a NUL character")
-        if name.startswith("SSE_"):
-            raise Problem((name,), "SSE_ variables are ssebench's own")
-    return handler(value)
-
-
 def _source(raw: str, context: Context) -> Path:
     path = context["path"]
     source, _ = resolve(path.parent, raw, fail)
@@ -241,6 +218,10 @@ class LimitsTable(Table):
     processes: Count = Field(default=Limits.processes, description="processes at once")
     memory_mb: Count = Field(default=Limits.memory_mb, description="MB of memory, all processes")
     open_files: Count = Field(default=Limits.open_files, description="open files per process")
+    disk_mb: Count = Field(
+        default=Limits.disk_mb,
+        description="MB of disk the case's user may hold: the runner copy, TMPDIR, HOME, /tmp",
+    )
 
     def limits(self) -> Limits:
         return Limits(**self.model_dump())
@@ -271,13 +252,17 @@ class TaskFile(Table):
         ]
         | None
     ) = Field(None, description="the task's environment under `grade --backend docker`")
-    env: Annotated[dict[str, str], WrapValidator(_env)] = Field(
+    env: Annotated[dict[str, str], WrapValidator(env_table)] = Field(
         default_factory=dict,
         description="added to every case's environment; $SSE_TASK_DIR and $SSE_SOURCE_DIR expand",
     )
     readable: Annotated[
         tuple[Path, ...], then(Paths, "must be a list of absolute paths", _readable)
     ] = Field((), description="system paths outside the usual ones a toolchain needs")
+    pass_env: Annotated[list[str], WrapValidator(variable_names)] = Field(
+        default_factory=list,
+        description="names of the daemon's environment a case may see (default: none)",
+    )
     limits: Annotated[
         LimitsTable,
         table(

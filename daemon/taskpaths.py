@@ -97,6 +97,17 @@ def covered(named: Path, roots: tuple[Path, ...]) -> bool:
     )
 
 
+def named_task_paths(task: Task, text: str) -> Iterator[Path]:
+    """Each task path `text` names, as `$SSE_TASK_DIR/<path>` or by the task folder's own path
+    (the source tree's own paths aside)."""
+    by_path = re.compile(re.escape(str(task.directory)) + r"/([^\s'\"`;|&<>()$\\]*)")
+    for pattern in (_TASK_PATH, by_path):
+        for match in pattern.finditer(text):
+            named = lexical(task.directory, match.group(1))
+            if not covered(named, (task.source,)):
+                yield named
+
+
 def check_references(task: Task, fail: Fail) -> None:
     """Every task path a command names, as `$SSE_TASK_DIR/<path>` or by the task folder's own
     path, must be a file its cases may read: a PoC that cannot open its input would otherwise

@@ -4,6 +4,8 @@ the task file's path and the installed checks as the validation `Context`."""
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypedDict, cast
@@ -110,3 +112,40 @@ def fail(text: str) -> ConfigError:
 
 class Table(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+def seconds(value: object, handler: Callable[[object], object]) -> object:
+    """A time limit: a finite number of seconds above 0."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise Problem((), f"must be a number of seconds (got {value!r})")
+    if not math.isfinite(value):
+        raise Problem((), f"must be a finite number of seconds (got {value!r})")
+    if value <= 0:
+        raise Problem((), f"must be greater than 0 (got {value!r})")
+    return handler(value)
+
+
+def env_table(value: object, handler: Callable[[object], object]) -> object:
+    """`env`: names of variables and their string values, none of them ssebench's own."""
+    if not isinstance(value, dict):
+        raise Problem((), 'must be a table of NAME = "value"')
+    for name, text in value.items():
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) or not isinstance(text, str):
+            raise Problem((name,), "must be a variable name with a string value")
+        if "\0" in text:
+            raise Problem((name,), "must not contain a NUL character")
+        if name.startswith("SSE_"):
+            raise Problem((name,), "SSE_ variables are ssebench's own")
+    return handler(value)
+
+
+def variable_names(value: object, handler: Callable[[object], object]) -> object:
+    """`pass_env`: names of the daemon's variables, none of them ssebench's own settings."""
+    if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
+        raise Problem((), "must be a list of variable names")
+    for name in value:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise Problem((), f"{name!r} is not a variable name")
+        if name.startswith("SSE_") or name == "MCP_LOG_DIR":
+            raise Problem((), f"{name}: ssebench's own settings never reach a case")
+    return handler(value)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import tempfile
+import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,6 +77,9 @@ class TaskHandle:
     registry: Registry
     log_dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="ssebench-mcp-")))
     isolation: str = "none"  # or "auto", "bubblewrap", "landlock": how cases are confined
+    # The tree every call of this handle runs on, as one agent's calls share one runner copy:
+    # what a build leaves there, a later call's PoCs find; the task's own tree stays as written.
+    _tree: Any = field(default=None, init=False, repr=False)
 
     @property
     def source(self) -> Path:
@@ -91,14 +95,19 @@ class TaskHandle:
         """Run `job` against a daemon of this task at `level`, made for the run alone."""
 
         from ssebench.core.daemons.inprocess import local_daemon
-        from ssebench.core.daemons.local import choose
+        from ssebench.core.daemons.local import choose_isolation, runner_copy
 
-        mechanism = choose(self.isolation)
+        mechanism = choose_isolation(self.isolation)
+        if self._tree is None:
+            self._tree = runner_copy(self.source)
+            weakref.finalize(self, self._tree.close)
+        self._tree.sync()  # what the test changed in the task's tree since the last call
 
         async def main() -> T:
             async with local_daemon(
-                self.path, self.registry, level, mechanism=mechanism, log_dir=self.log_dir
-            ) as daemon:
+                self.path, self.registry, level, mechanism=mechanism, log_dir=self.log_dir,
+                tree=self._tree.path,
+            ) as daemon:  # fmt: skip
                 return await job(daemon)
 
         return asyncio.run(main())

@@ -26,6 +26,7 @@ from ssebench.core.cli.run import SSEBENCH as SSEBENCH  # the one spelling, `sse
 from ssebench.core.cli.run import answers_initialize
 from ssebench.core.stopping import stop_process
 from ssebench.testing.procs import kill_all
+from ssebench.testing.waiting import wait_for
 
 
 def ssebench_argv(*args: str, prelude: str = "") -> list[str]:
@@ -74,11 +75,22 @@ def port_is_free(port: int, *, reuse_address: bool = False) -> bool:
 
 
 def clean_env(tmp: Path, **extra: str) -> dict[str, str]:
-    """The environment every child gets: our own log folder, no inherited ssebench settings."""
+    """The environment every child gets: our own log folder and temporary folder (where its
+    daemon keeps the runner copy: `runner_tree`), no inherited ssebench settings."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SSE_") and k != "MCP_LOG_DIR"}
     env["MCP_LOG_DIR"] = str(tmp / "mcp-logs")
+    (tmp / "tmp").mkdir(exist_ok=True)
+    env["TMPDIR"] = str(tmp / "tmp")
     env.update(extra)
     return env
+
+
+def runner_tree(env: Mapping[str, str]) -> Path | None:
+    """The tree the cases of the one daemon started with `env` (clean_env's) run on: its
+    runner copy, where what a build writes lies, never in the task's own tree; None before
+    the daemon made it."""
+    found = sorted(Path(env["TMPDIR"]).glob("ssebench-*/ssebench-runner-*/*"))
+    return found[0] if found else None
 
 
 def write_task(root: Path, toml: str, *, source: str | None = "src") -> Path:
@@ -132,6 +144,11 @@ class Server:
 
     def stderr(self) -> str:
         return self.log.read_text(errors="replace")
+
+    @property
+    def tree(self) -> Path:
+        """The runner copy its cases run on (`runner_tree`), waited for a moment."""
+        return wait_for(lambda: runner_tree(self.env), 10.0, "the daemon's runner copy")
 
     def stop(self, grace: float = 10.0) -> None:
         """SIGTERM, as `ssebench run` stops it; SIGKILL after `grace` seconds."""

@@ -93,7 +93,7 @@ def grade_patch(
             logs.mkdir(parents=True, exist_ok=True)
         mounts = [
             (task.directory, task.directory, True),
-            (copy.source, task.source, True),
+            (copy, task.source, True),
             (bundle.site, Path(SITE), True),
             (compiled, Path(ABI), True),
             *([(logs, logs, False)] if logs is not None else []),

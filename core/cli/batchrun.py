@@ -34,7 +34,8 @@ def _run_options(args: argparse.Namespace) -> list[str]:
 
         docker.check_docker(docker.docker_cli())
         return ["--backend", "docker", *isolation_flags(args.isolation)]
-    return isolation_flags(choose_isolation(args.isolation).name)
+    pinned = [] if args.case_user is None else ["--case-user", args.case_user]
+    return [*isolation_flags(choose_isolation(args.isolation, args.case_user).name), *pinned]
 
 
 def _grader(backend: str, options: list[str]) -> Callable[[Path], str | None]:

@@ -75,7 +75,7 @@ def run_on_copy(
         with patched_copy(setup.task, patch) as copy:
             if setup.mechanism is not None:
                 _announce_once(setup.mechanism, quiet)
-            on_copy = dataclasses.replace(setup, task=copy)
+            on_copy = dataclasses.replace(setup, tree=copy)
 
             async def job() -> Outcome:
                 async with root.open_daemon(on_copy, None) as daemon:
@@ -136,7 +136,7 @@ def _grade_patch(args: argparse.Namespace) -> int:
 def _local_grade(setup: Setup, patch: bytes, args: argparse.Namespace) -> dict[str, Any] | int:
     from ssebench.core.grade import patched_grade_json
 
-    setup = root.confined(setup, args.isolation, copy=True)
+    setup = root.confined(setup, args.isolation)
     progress = evaluate.stderr_progress(args.quiet)
     outcome = run_on_copy(setup, patch, progress, quiet=args.quiet, logs=args.logs)
     return EXIT_INTERNAL if outcome is None else patched_grade_json(outcome, None)
@@ -165,7 +165,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     setup = root.setup(args, confine=False)
     fix = read_patch(args.fix)
     logs = logs_folder(args.logs)
-    setup = root.confined(setup, args.isolation, copy=True)
+    setup = root.confined(setup, args.isolation)
     runs: dict[str, list[Outcome]] = {SHIPPED: [], FIXED: []}
     fix_error = None
     for run in range(1, args.runs + 1):

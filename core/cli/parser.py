@@ -248,6 +248,12 @@ def _isolation_flags(cmd: argparse.ArgumentParser) -> None:
         const="none",
         help="run the agent's build, tests and PoCs unconfined (a warning at every start)",
     )
+    cmd.add_argument(
+        "--case-user",
+        metavar="USER",
+        help="the user cases run as, a name or a uid (default: a uid of their own per daemon; "
+        "root only)",
+    )
 
 
 def serve_flags(cmd: argparse.ArgumentParser) -> None:

@@ -13,6 +13,7 @@ import contextlib
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from ssebench.core.daemons.local import Mechanism, Task, choose_isolation, load_task
 from ssebench.core.orchestrator import Daemon
@@ -22,12 +23,16 @@ from ssebench.core.settings import Settings, load_settings
 
 @dataclass(frozen=True)
 class Setup:
-    """A command's settings (flags applied), its checks, its task and how cases are confined."""
+    """A command's settings (flags applied), its checks, its task, how cases are confined and
+    who they run as (`case_user`: --case-user, else a user of their own). `tree` is a grade's
+    scratch copy of the task's tree, which the cases run on as it is."""
 
     settings: Settings
     registry: Registry
     task: Task | None = None
     mechanism: Mechanism | None = None
+    case_user: str | None = None
+    tree: Path | None = None
 
 
 def settings_of(args: argparse.Namespace) -> Settings:
@@ -42,24 +47,24 @@ def settings_of(args: argparse.Namespace) -> Settings:
     )
 
 
-def setup(args: argparse.Namespace, *, copy: bool = False, confine: bool = True) -> Setup:
+def setup(args: argparse.Namespace, *, confine: bool = True) -> Setup:
     """Everything a command checks before it does anything: settings, plugins, the task of
-    `--task` (if given) and, with `confine`, its isolation, proven by a probe case as the user
-    the cases will run as (`copy`: the cases run on a copy of ours). One line each."""
+    `--task` (if given) and, with `confine`, its isolation, proven by a probe case as a user
+    like the cases'. One line each."""
     settings = settings_of(args)
     registry = build_registry()
     path = getattr(args, "task", None)
     task = load_task(path, registry.checks) if path is not None else None
-    plain = Setup(settings, registry, task)
-    return confined(plain, args.isolation, copy=copy) if confine else plain
+    plain = Setup(settings, registry, task, case_user=getattr(args, "case_user", None))
+    return confined(plain, args.isolation) if confine else plain
 
 
-def confined(setup: Setup, requested: str, *, copy: bool = False) -> Setup:
+def confined(setup: Setup, requested: str) -> Setup:
     """`setup` with its cases' isolation chosen (for a task; without one there are no cases
     here to confine), for a command that checks its other inputs first."""
     if setup.task is None:
         return setup
-    return replace(setup, mechanism=choose_isolation(requested, setup.task, copy=copy))
+    return replace(setup, mechanism=choose_isolation(requested, setup.case_user))
 
 
 @contextlib.asynccontextmanager
@@ -81,6 +86,8 @@ async def open_daemon(
             level,
             mechanism=setup.mechanism,
             log_dir=setup.settings.log_dir,
+            case_user=setup.case_user,
+            tree=setup.tree,
         ) as service:
             yield service
         return

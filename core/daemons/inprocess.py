@@ -14,7 +14,7 @@ from pathlib import Path
 from starlette.types import ASGIApp
 
 from ssebench.core.registry import Registry
-from ssebench.daemon.isolation import Mechanism
+from ssebench.daemon.confine.mechanism import Mechanism
 from ssebench.daemon.service import CaseService
 from ssebench.daemon.task import Task, load_task
 
@@ -28,13 +28,17 @@ def open_service(
     mechanism: Mechanism | None = None,
     log_dir: Path | None = None,
     log_limit: int | None = None,
+    case_user: str | None = None,
+    tree: Path | None = None,
 ) -> CaseService:
     """The one place a daemon is made: the case service for `task` at `level` (the caller
-    closes it). `spool` given is the caller's; else the service makes (and removes) its own."""
+    closes it). `spool` given is the caller's; else the service makes (and removes) its own.
+    `tree`: a grade's scratch copy of the task's tree, run on as it is."""
     limit = {} if log_limit is None else {"log_limit": log_limit}
     return CaseService(
-        task, registry, level, spool=spool, mechanism=mechanism, log_dir=log_dir, **limit
-    )
+        task, registry, level, spool=spool, mechanism=mechanism, log_dir=log_dir,
+        case_user=case_user, tree=tree, **limit,
+    )  # fmt: skip
 
 
 @contextlib.asynccontextmanager
@@ -45,12 +49,18 @@ async def local_daemon(
     *,
     mechanism: Mechanism | None = None,
     log_dir: Path | None = None,
+    case_user: str | None = None,
+    tree: Path | None = None,
 ) -> AsyncIterator[CaseService]:
     """The case service for `task` (a loaded task, or the path of one) at `level`, its cases
-    confined by `mechanism` and never seeing `log_dir`; closed afterwards."""
+    confined by `mechanism`, run as `case_user` and never seeing `log_dir`; closed
+    afterwards."""
     if isinstance(task, Path):
         task = load_task(task, registry.checks)
-    service = open_service(task, registry, level, mechanism=mechanism, log_dir=log_dir)
+    service = open_service(
+        task, registry, level, mechanism=mechanism, log_dir=log_dir, case_user=case_user,
+        tree=tree,
+    )  # fmt: skip
     try:
         yield service
     finally:

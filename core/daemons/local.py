@@ -7,18 +7,15 @@ and core/server imports daemon/ itself (a meta-test checks), so the layer's surf
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ssebench.core.errors import ConfigError
-from ssebench.daemon.cases import writable_by
-from ssebench.daemon.credentials import case_user, log_owner
+from ssebench.daemon.cases import log_owner
+from ssebench.daemon.confine.choice import NONE, available, choose
+from ssebench.daemon.confine.mechanism import IsolationError, Mechanism
+from ssebench.daemon.confine.user import case_user, own_user, protect_self
 from ssebench.daemon.guard import make_folder, remove_folder
-from ssebench.daemon.isolation import (
-    NONE,
-    IsolationError,
-    Mechanism,
-    available,
-    choose,
-    protect_self,
-)
+from ssebench.daemon.runnercopy import RunnerCopy
 from ssebench.daemon.scratch import copy_tree, patched_copy, read_patch
 from ssebench.daemon.task import Task, load_task
 
@@ -36,19 +33,22 @@ __all__ = [
     "patched_copy",
     "read_patch",
     "remove_folder",
+    "runner_copy",
 ]
 
 
-def choose_isolation(requested: str, task: Task | None = None, *, copy: bool = False) -> Mechanism:
+def runner_copy(source: Path) -> RunnerCopy:
+    """A runner copy of `source` that this process keeps (the testing kit's, for the calls of
+    one task handle): synced by its keeper, run on by daemons that adopt it."""
+    return RunnerCopy(source, own_user())
+
+
+def choose_isolation(requested: str, user: str | None = None) -> Mechanism:
     """The mechanism `requested` names (auto: the strongest a probe case shows to work here, as
-    the user `task`'s cases run as); where none works, a one-line error naming what to install.
-    Cases that run in the task's own tree (not a grade's `copy`, which is ours) need a tree
-    their user can write. This process becomes undumpable."""
-    user = None if task is None else case_user(task.source)
-    if task is not None and user is not None and not copy:
-        writable_by(user, task.source)
+    a case user like the cases' own: `user`, `--case-user`, or one of their own); where none
+    works, a one-line error naming what to install. This process becomes undumpable."""
     try:
-        mechanism = choose(requested, user)
+        mechanism = choose(requested, own_user() if requested == NONE else case_user(user))
     except IsolationError as exc:
         raise ConfigError(str(exc)) from None
     protect_self()

@@ -6,12 +6,11 @@ test needs a call in flight.
 
 from __future__ import annotations
 
-import time
+from collections.abc import Mapping
 from pathlib import Path
 
-import pytest
-
-from ssebench.testing.servers import write_task
+from ssebench.testing.servers import runner_tree, write_task
+from ssebench.testing.waiting import wait_for
 
 TASKS = {
     # Every check passes; two PoCs so PoC progress shows per case.
@@ -78,12 +77,12 @@ def make_task(root: Path, kind: str) -> Path:
     return write_task(root, TASKS[kind])
 
 
-def read_pgid(task: Path, limit: float = 30.0) -> int:
-    """The process group the hanging "switch" build recorded, once it has started."""
-    path = task / "src" / "pgid"
-    deadline = time.monotonic() + limit
-    while not path.exists():
-        if time.monotonic() > deadline:
-            pytest.fail("the hanging build never started")
-        time.sleep(0.01)
-    return int(path.read_text())
+def read_pgid(env: Mapping[str, str], limit: float = 30.0) -> int:
+    """The process group the hanging "switch" build recorded in its tree (the runner copy of the
+    server started with `env`), once it has started."""
+
+    def recorded() -> Path | None:
+        tree = runner_tree(env)
+        return tree / "pgid" if tree is not None and (tree / "pgid").exists() else None
+
+    return int(wait_for(recorded, limit, "the hanging build's process group").read_text())

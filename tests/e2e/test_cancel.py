@@ -16,7 +16,6 @@ import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import fastmcp
@@ -39,8 +38,8 @@ LEGACY = "2025-03-26"  # before resumable streams: dropping the POST is all such
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
-async def _pgid(task: Path) -> int:
-    return await asyncio.to_thread(read_pgid, task)
+async def _pgid(server: Any) -> int:
+    return await asyncio.to_thread(read_pgid, server.env)
 
 
 async def _gone(pgid: int, since: float) -> float:
@@ -51,7 +50,7 @@ def _given_up(server: Any, give_up: Callable[[Any], Awaitable[float]]) -> float:
     """Run one way of giving up on a hanging call; then the next call must answer normally."""
     task = server.task
     expected = check_text(task, 2, server.env)  # while the flag is absent: the normal answer
-    (task / "src" / "pgid").unlink(missing_ok=True)
+    (server.tree / "pgid").unlink(missing_ok=True)
     (task / "src" / "hang").touch()
     try:
         latency = asyncio.run(give_up(server))
@@ -72,7 +71,7 @@ async def call_cancelled_legacy(server: Any) -> float:
     """Handshake-era client: cancelling its call sends notifications/cancelled."""
     async with fastmcp.Client(server.url, mode="legacy") as client:
         call = asyncio.create_task(client.call_tool_mcp("test_patch", {}, timeout=60))
-        pgid = await _pgid(server.task)
+        pgid = await _pgid(server)
         since = time.monotonic()
         call.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -86,7 +85,7 @@ async def request_timeout_legacy(server: Any) -> float:
         timeout = 3.0
         with pytest.raises(mcp.MCPError):
             await client.call_tool("test_patch", {}, read_timeout_seconds=timeout)
-        pgid = await _pgid(server.task)
+        pgid = await _pgid(server)
         return await _gone(pgid, started + timeout)
 
 
@@ -95,7 +94,7 @@ async def stream_closed_modern(server: Any) -> float:
     async with fastmcp.Client(server.url, mode="auto") as client:
         assert client.protocol_version == "2026-07-28"
         call = asyncio.create_task(client.call_tool_mcp("test_patch", {}))
-        pgid = await _pgid(server.task)
+        pgid = await _pgid(server)
         since = time.monotonic()
         call.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -109,7 +108,7 @@ async def request_timeout_modern(server: Any) -> float:
         timeout = 3.0
         with pytest.raises(mcp.MCPError):
             await client.call_tool("test_patch", {}, read_timeout_seconds=timeout)
-        pgid = await _pgid(server.task)
+        pgid = await _pgid(server)
         return await _gone(pgid, started + timeout)
 
 
@@ -142,7 +141,7 @@ async def session_closed(server: Any) -> float:
         headers = await _legacy_session(http, server.url)
         async with http.stream("POST", server.url, json=CALL, headers=headers) as stream:
             assert stream.status_code == 200
-            pgid = await _pgid(server.task)
+            pgid = await _pgid(server)
             since = time.monotonic()
             await http.delete(server.url, headers=headers)
             return await _gone(pgid, since)
@@ -154,7 +153,7 @@ async def post_stream_dropped(server: Any) -> float:
         headers = await _legacy_session(http, server.url)
         async with http.stream("POST", server.url, json=CALL, headers=headers) as stream:
             assert stream.status_code == 200
-            pgid = await _pgid(server.task)
+            pgid = await _pgid(server)
             since = time.monotonic()
         return await _gone(pgid, since)  # the session itself stays open
 
@@ -174,7 +173,7 @@ def _client_killed(mode: str) -> Callable[[Any], Awaitable[float]]:
             [sys.executable, "-c", CLIENT_SCRIPT, server.url, mode], stderr=subprocess.DEVNULL
         )
         try:
-            pgid = await _pgid(server.task)
+            pgid = await _pgid(server)
             since = time.monotonic()
             os.kill(proc.pid, signal.SIGKILL)
         finally:
@@ -226,7 +225,7 @@ def test_server_stopped_mid_call_kills_the_group_quietly(serve: Any, sig: signal
 
     caller = threading.Thread(target=calling, daemon=True)
     caller.start()
-    pgid = read_pgid(server.task)
+    pgid = read_pgid(server.env)
     since = time.monotonic()
     server.proc.send_signal(sig)
     latency = wait_group_gone(pgid, since, limit=LIMIT)

@@ -12,13 +12,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ssebench.daemon.isolation import choose
-from ssebench.testing.servers import clean_env, free_port, ssebench_argv
+from ssebench.core.daemons.local import choose_isolation
+from ssebench.testing.servers import clean_env, free_port, runner_tree, ssebench_argv
 
 pytestmark = pytest.mark.timeout(120)
 
 # The daemon names its isolation on stderr first, once its port is its own.
-ISOLATION = f"ssebench: isolation: {choose().description}"
+ISOLATION = f"ssebench: isolation: {choose_isolation('auto').description}"
 BUILD = 'source = "src"\n[checks.build]\nrun = \'touch "$SSE_SOURCE_DIR/built"\'\n'
 
 
@@ -37,6 +37,7 @@ class Daemon:
                 env=clean_env(tmp),
             )
         self.url = f"http://127.0.0.1:{self.port}"
+        self.env = clean_env(tmp)
         deadline = time.monotonic() + 30
         while "ssebench: daemon for" not in self.stderr():
             assert self.proc.poll() is None, self.stderr()
@@ -84,10 +85,11 @@ def test_a_foreign_host_or_origin_is_refused_before_anything_runs(daemon: Start)
         {"error": "requests from 'http://evil.example' are refused"},
     )
     assert httpx.get(f"{d.url}/v1/logs/x", headers={"Origin": "null"}).status_code == 403
-    assert not (d.task / "src" / "built").exists()
+    tree = runner_tree(d.env)  # the tree the daemon's cases run on
+    assert tree is not None and not (tree / "built").exists()
     same = httpx.post(run, headers={"Origin": f"http://localhost:{d.port}"})
     assert same.status_code == 200 and same.json()["passed"] is True
-    assert (d.task / "src" / "built").exists()
+    assert (tree / "built").exists()
     ready = f"ssebench: daemon for {d.task / 'task.toml'} at {d.url} (difficulty 2)"
     assert d.stderr().splitlines() == [ISOLATION, ready]
 

@@ -114,8 +114,10 @@ def test_the_python_example_is_sound(run_cli: RunCli, tmp_path: Path) -> None:
     )
 
 
-def small_task(make: Callable[..., TaskHandle], **checks: Any) -> tuple[Path, Path]:
-    task = make({**SOUND, **checks}, files={"state.txt": "bug\n"}).path
+def small_task(
+    make: Callable[..., TaskHandle], env: dict[str, str] | None = None, **checks: Any
+) -> tuple[Path, Path]:
+    task = make({**SOUND, **checks}, files={"state.txt": "bug\n"}, env=env).path
     (task / "fix.patch").write_text(FIX)
     return task, task / "fix.patch"
 
@@ -176,10 +178,9 @@ def test_a_test_that_passes_every_other_run_is_flaky(
     counter = tmp_path / "calls"
     counter.write_text("0")
     flaky = 'n=$(cat "$FLAKY"); echo $((n + 1)) > "$FLAKY"; [ $(( n / 2 % 2 )) = 0 ]'
-    task, fix = small_task(ssebench_task, functional=flaky)
-    env = {**os.environ, "FLAKY": str(counter)}
+    task, fix = small_task(ssebench_task, {"FLAKY": str(counter)}, functional=flaky)
     # The counter lies outside the tree: a confined case could not keep it from run to run.
-    assert verdict(run_cli, task, fix, "--runs", "2", "--no-isolation", env=env) == {
+    assert verdict(run_cli, task, fix, "--runs", "2", "--no-isolation") == {
         "sound": False,
         "problems": [],
         "flaky": [

@@ -44,7 +44,10 @@ timeout = 20
 run = '''printf 'intent\\000\\377\\n'; exit 3'''
 
 [checks.functional]
-cases = ["echo f0 $SSE_TASK_DIR $SSE_SOURCE_DIR; pwd", "exit 1"]
+cases = [
+    'echo f0 $SSE_TASK_DIR ${SSE_SOURCE_DIR##*/}; [ "$PWD" = "$SSE_SOURCE_DIR" ] && echo in it',
+    "exit 1",
+]
 timeout = 5.5
 """
 
@@ -281,8 +284,7 @@ def test_run_answers_the_judged_result_and_the_log_streams_its_bytes(tmp_path: P
 
     results = run_app(tmp_path, 0, job)
     task_dir = tmp_path.resolve()
-    source = task_dir / "src"
-    f0_log = f"f0 {task_dir} {source}\n{source}\n".encode()
+    f0_log = f"f0 {task_dir} src\nin it\n".encode()  # in its runner copy of the tree
     expected = [
         (
             {"key": "build", "index": 0, "passed": True, "exit_code": 0, "signal": None},
@@ -396,10 +398,16 @@ def test_a_rerun_replaces_the_old_log(tmp_path: Path) -> None:
     }
 
 
+def marks(folder: Path) -> str:
+    """Where unconfined cases leave what the test reads afterwards (their tree is a copy)."""
+    (folder / "marks").mkdir(exist_ok=True)
+    return f'env = {{ MARKS = "{folder / "marks"}" }}\n'
+
+
 def test_concurrent_runs_are_serialized(tmp_path: Path) -> None:
-    stamp = 'echo "$1 $(date +%s.%N)" >> "$SSE_SOURCE_DIR/times"'
+    stamp = 'echo "$1 $(date +%s.%N)" >> "$MARKS/times"'
     case = f"stamp() {{ {stamp}; }}; stamp start; sleep 0.3; stamp end"
-    text = f"source = \"src\"\n[checks.functional]\ncases = ['{case}', '{case}']\n"
+    text = f"source = \"src\"\n{marks(tmp_path)}[checks.functional]\ncases = ['{case}', '{case}']\n"
 
     async def job(client: httpx.AsyncClient) -> list[int]:
         responses = await asyncio.gather(
@@ -412,7 +420,7 @@ def test_concurrent_runs_are_serialized(tmp_path: Path) -> None:
     started = time.monotonic()
     assert run_app(tmp_path, 2, job, text=text) == [200, 200, 200]
     assert time.monotonic() - started >= 0.9
-    lines = [line.split() for line in (tmp_path / "src" / "times").read_text().splitlines()]
+    lines = [line.split() for line in (tmp_path / "marks" / "times").read_text().splitlines()]
     assert [word for word, _ in lines] == ["start", "end"] * 3
     stamps = [float(value) for _, value in lines]
     assert stamps == sorted(stamps)
@@ -461,10 +469,10 @@ def test_level_4_runs_nothing(tmp_path: Path) -> None:
 
 def test_a_command_that_cannot_start_is_a_500_json_error(tmp_path: Path) -> None:
     task = make_task(tmp_path)
-    (tmp_path / "src").rmdir()  # the tree vanished after start-up: the runner cannot chdir
     spool = tmp_path / "spool"
     spool.mkdir()
     app = create_app(task, REGISTRY, 2, spool=spool)
+    (tmp_path / "src").rmdir()  # the tree vanished after start-up: the copy cannot be synced
 
     async def main() -> tuple[int, Any]:
         transport = httpx.ASGITransport(app=app)
@@ -476,8 +484,8 @@ def test_a_command_that_cannot_start_is_a_500_json_error(tmp_path: Path) -> None
     assert asyncio.run(main()) == (
         500,
         {
-            "error": "cannot start 'echo built; echo warning >&2' in "
-            f"{source}: [Errno 2] No such file or directory: '{source}'"
+            "error": f"cannot bring the runner copy of {source} up to date: "
+            f"[Errno 2] No such file or directory: '{source}'"
         },
     )
 
@@ -544,18 +552,17 @@ def real_server(folder: Path, text: str, level: int | None) -> Iterator[str]:
 
 
 def test_a_client_that_goes_away_mid_run_stops_the_run(tmp_path: Path) -> None:
-    slow = (
-        'ps -o pgid= -p $$ > "$SSE_SOURCE_DIR/pgid"; '
-        'sleep 30 & echo $! > "$SSE_SOURCE_DIR/children"; sleep 30'
+    slow = 'ps -o pgid= -p $$ > "$MARKS/pgid"; sleep 30 & echo $! > "$MARKS/children"; sleep 30'
+    text = (
+        f"source = \"src\"\n{marks(tmp_path)}[checks.functional]\ncases = ['{slow}', 'echo next']\n"
     )
-    text = f"source = \"src\"\n[checks.functional]\ncases = ['{slow}', 'echo next']\n"
     with real_server(tmp_path, text, 2) as url, httpx.Client(base_url=url) as client:
         assert client.get("/v1/health").json() == {"status": "ok", "difficulty": 2}
         with pytest.raises(httpx.ReadTimeout):
             client.post("/v1/checks/functional/cases/0/run", timeout=httpx.Timeout(5, read=1.0))
         gone_at = time.monotonic()
-        pgid = int((tmp_path / "src" / "pgid").read_text())
-        assert (tmp_path / "src" / "children").read_text().strip()  # the child had started
+        pgid = int((tmp_path / "marks" / "pgid").read_text())
+        assert (tmp_path / "marks" / "children").read_text().strip()  # the child had started
         while _live_members(pgid):
             assert time.monotonic() - gone_at < 2.0, f"group {pgid} survives the disconnect"
             time.sleep(0.02)
@@ -569,9 +576,11 @@ def test_a_client_that_goes_away_mid_run_stops_the_run(tmp_path: Path) -> None:
 
 
 def test_a_queued_run_whose_client_goes_away_never_starts(tmp_path: Path) -> None:
-    first = 'echo first >> "$SSE_SOURCE_DIR/ran"; sleep 1.5'
-    second = 'echo second >> "$SSE_SOURCE_DIR/ran"'
-    text = f"source = \"src\"\n[checks.functional]\ncases = ['{first}', '{second}']\n"
+    first = 'echo first >> "$MARKS/ran"; sleep 1.5'
+    second = 'echo second >> "$MARKS/ran"'
+    text = (
+        f"source = \"src\"\n{marks(tmp_path)}[checks.functional]\ncases = ['{first}', '{second}']\n"
+    )
     with real_server(tmp_path, text, 2) as url:
 
         async def main() -> int:
@@ -586,4 +595,4 @@ def test_a_queued_run_whose_client_goes_away_never_starts(tmp_path: Path) -> Non
 
         assert asyncio.run(main()) == 200
         time.sleep(0.3)
-    assert (tmp_path / "src" / "ran").read_text() == "first\n"
+    assert (tmp_path / "marks" / "ran").read_text() == "first\n"

@@ -7,9 +7,8 @@ import re
 
 import pytest
 
-from ssebench.daemon.credentials import CaseUser, Limits
-from ssebench.daemon.isolation import Grant, Mechanism, Policy
-from ssebench.daemon.messages import (
+from ssebench.daemon.confine.mechanism import Mechanism
+from ssebench.daemon.confine.messages import (
     RECORDS,
     Ended,
     Error,
@@ -24,25 +23,28 @@ from ssebench.daemon.messages import (
     decode,
     encode,
 )
+from ssebench.daemon.confine.policy import CaseUser, Grant, Limits, Policy
 
 POLICY = Policy(
     system=("/usr",),
     readable=(Grant("/t/intent", "/real/intent"),),
-    writable=("/src",),
+    writable=(Grant("/src", "/tmp/ssebench-0/ssebench-runner-x/src"),),
     hidden=("/t",),
+    withheld=("/t", "/real/pocs"),
     network=True,
-    user=CaseUser(1000, 1000, reach=None),
-    limits=Limits(processes=10, memory_mb=20, open_files=30),
+    limits=Limits(processes=10, memory_mb=20, open_files=30, disk_mb=40),
 )
 MESSAGES: list[Message] = [
-    Setup(Mechanism("landlock", "ABI 6", landlock_abi=6), POLICY),
-    Setup(Mechanism("none"), Policy()),
+    Setup(Mechanism("landlock", "ABI 6", landlock_abi=6), CaseUser(1900000016, 1900000016, "x")),
+    Setup(Mechanism("none"), CaseUser(1000, 1000, "agent")),
     Ready(),
     Error("ValueError: no"),
-    Run("c1", ("bash", "-c", "true"), "/src", {"PATH": "/bin"}, 1 << 30, "/case"),
+    Run("c1", ("bash", "-c", "true"), "/src", {"PATH": "/bin"}, 1 << 30, "/case", POLICY),
+    Run("c2", ("true",), "/", {}, 1, "/c", Policy(), reads=("/t/pocs/crash-1.bin",)),
     Started("c1", 42),
     Failed("c1", "no such file"),
     Ended("c1", None, 9, killed=2, dropped=4005),
+    Ended("c1", 0, None, killed=0, dropped=0, fault="cannot write the case's log: No space"),
     Stop("c1", 1.0),
 ]
 

@@ -89,11 +89,13 @@ def expected_report(
 
 
 def marked(name: str, command: str) -> str:
-    return f'touch "$SSE_SOURCE_DIR/ran.{name}"; {command}'
+    # Unconfined (the kit's default), a case may write the task folder: the record of what ran
+    # outlives the runner copy it ran on (the quote keeps task.toml's reference check away).
+    return f'touch "$SSE_TASK_DIR"/ran.{name}; {command}'
 
 
 def ran(task) -> set[str]:
-    return {path.name.removeprefix("ran.") for path in (task.path / "src").glob("ran.*")}
+    return {path.name.removeprefix("ran.") for path in task.path.glob("ran.*")}
 
 
 BUILD_LOG = "cc -c rle.c\nrle.c:97: error: expected ';'"
@@ -323,7 +325,7 @@ def test_middle_poc_stops_the_step_and_later_pocs_do_not_run(ssebench_task) -> N
         "decoding crash-2.bin\n"
         "==7==ERROR: AddressSanitizer: heap-buffer-overflow (PoC 2)"
     )
-    assert not (task.path / "src" / "ran.poc3").exists()
+    assert not (task.path / "ran.poc3").exists()
     assert ran(task) == {"build", "poc1", "poc2", "intent"}
 
 
@@ -334,7 +336,7 @@ def test_covered_functional_tests_are_not_run_even_when_they_would_fail(ssebench
         "- PoCs: passed (1 of 1)\n- intent tests: passed\n"
         "- functional tests: passed (covered by the intent tests)"
     )
-    assert not (task.path / "src" / "ran.functional").exists()
+    assert not (task.path / "ran.functional").exists()
 
 
 def test_intent_failure_with_functional_passing_runs_functional(ssebench_task) -> None:
@@ -347,7 +349,7 @@ def test_intent_failure_with_functional_passing_runs_functional(ssebench_task) -
         "- intent tests: FAILED\n- functional tests: passed\n\n"
         "Full log (intent tests):\nintent: checking bounds\nFAIL: overrun accepted"
     )
-    assert (task.path / "src" / "ran.functional").exists()
+    assert (task.path / "ran.functional").exists()
 
 
 def test_functional_failure_outranks_pocs_and_intent_and_shows_its_own_log(

@@ -30,11 +30,13 @@ INTERNAL_FAILURE = (
 
 def marked(name: str, command: str) -> str:
     """`command`, after leaving the marker file `ran.<name>` in the task folder."""
-    return f'touch "$SSE_SOURCE_DIR/ran.{name}"; {command}'
+    # Unconfined (the kit's default), a case may write the task folder: the record of what ran
+    # outlives the runner copy it ran on (the quote keeps task.toml's reference check away).
+    return f'touch "$SSE_TASK_DIR"/ran.{name}; {command}'
 
 
 def ran(task) -> set[str]:
-    return {path.name.removeprefix("ran.") for path in (task.path / "src").glob("ran.*")}
+    return {path.name.removeprefix("ran.") for path in task.path.glob("ran.*")}
 
 
 # A tree that still contains the vulnerability: it builds and passes the project's own tests,

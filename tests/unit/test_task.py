@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
 
 from ssebench.core.errors import ConfigError
 from ssebench.core.registry import build_registry
-from ssebench.daemon.credentials import Limits
+from ssebench.daemon.confine.policy import Limits
 from ssebench.daemon.task import DEFAULT_TIMEOUT, Task, find_task_file, load_task
 from ssebench.plugins.poc import PocOptions, TriggeredIf
 
@@ -364,7 +363,7 @@ def test_the_first_bad_key_of_a_table_is_named_in_file_order(tmp_path: Path) -> 
         ("limits = 3\n", "limits: must be a table, e.g. { processes = 4096, memory_mb = 16384 }"),
         (
             "limits = { cpus = 2 }\n",
-            "limits.cpus: unknown limit (known: processes, memory_mb, open_files)",
+            "limits.cpus: unknown limit (known: processes, memory_mb, open_files, disk_mb)",
         ),
         (
             "limits = { processes = 0 }\n",
@@ -435,14 +434,14 @@ def test_env_expands_the_task_and_source_folders_and_nothing_else(tmp_path: Path
     )
     task = load_task(_write(tmp_path, text), CHECKS)
     src = tmp_path / "src"
-    assert task.case_env() == {
+    assert task.case_env(str(src)) == {
         "NODE_PATH": f"{tmp_path}/node_modules",
         "OUT": f"{src}/build:{src}",
         "KEEP": "$HOME ${HOME} $SSE_TASK_DIRX ${SSE_TASK_DIR_2} $SSE_SOURCE_DIR_X",
     }
     assert task.env["NODE_PATH"] == "$SSE_TASK_DIR/node_modules"  # as written
-    copy = dataclasses.replace(task, source=tmp_path / "grading-copy")
-    assert copy.case_env()["OUT"] == f"{tmp_path}/grading-copy/build:{tmp_path}/grading-copy"
+    copy = str(tmp_path / "runner-copy")  # where the case sees its tree
+    assert task.case_env(copy)["OUT"] == f"{copy}/build:{copy}"
 
 
 def test_env_naming_a_task_path_no_case_may_read_is_an_error(tmp_path: Path) -> None:
@@ -454,7 +453,7 @@ def test_env_naming_a_task_path_no_case_may_read_is_an_error(tmp_path: Path) -> 
     )
     pocs_only = 'source = "src"\nenv = { P = "$SSE_TASK_DIR/node_modules" }\n'
     pocs_only += '[checks.pocs]\nfiles = ["node_modules"]\nrun = "true"\n'
-    assert load_task(_write(tmp_path, pocs_only), CHECKS).case_env() == {
+    assert load_task(_write(tmp_path, pocs_only), CHECKS).case_env("/t") == {
         "P": f"{tmp_path}/node_modules"
     }
 

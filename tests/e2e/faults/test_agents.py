@@ -62,19 +62,19 @@ def _agent(url: str) -> subprocess.Popen[str]:
 
 def test_two_agents_calling_at_once(server: Any) -> None:
     """Two client processes: the runs do not overlap, and each gets its own run's report."""
-    (server.task / "src" / "trace").unlink(missing_ok=True)
+    (server.tree / "trace").unlink(missing_ok=True)
     agents = [_agent(server.url), _agent(server.url)]
     texts = [agent.communicate(timeout=90)[0] for agent in agents]
     assert [agent.returncode for agent in agents] == [0, 0]
     tokens = {check_token_report(text, LINES) for text in texts}
     assert len(tokens) == 2
-    assert (server.task / "src" / "trace").read_text().split() == ["start", "end"] * 2
+    assert (server.tree / "trace").read_text().split() == ["start", "end"] * 2
     assert_none_left(server.task)
 
 
 def test_an_agent_killed_mid_call(server: Any) -> None:
     """The run stops, nothing is saved for it, and the next agent's call is its own."""
-    running = server.task / "src" / "running"
+    running = server.tree / "running"
     running.unlink(missing_ok=True)
     before = saved_logs(server)
     (server.task / "src" / "hang").touch()

@@ -22,7 +22,15 @@ import pytest
 from ssebench.core.report import INTERNAL_FAILURE
 from ssebench.testing.calls import call, call_async
 from ssebench.testing.procs import assert_none_left, kill_all
-from ssebench.testing.servers import clean_env, free_port, start_daemon, start_server, write_task
+from ssebench.testing.servers import (
+    clean_env,
+    free_port,
+    runner_tree,
+    start_daemon,
+    start_server,
+    write_task,
+)
+from ssebench.testing.waiting import wait_for
 
 from .reports import PASSED_AT_3, TOKEN_BUILD, check_token_report, saved_logs
 
@@ -108,23 +116,19 @@ def _call_in_background(url: str) -> tuple[threading.Thread, list[str]]:
     return thread, answers
 
 
-def _wait_for(path: Path, limit: float = 30.0) -> None:
-    deadline = time.monotonic() + limit
-    while not path.exists():
-        assert time.monotonic() < deadline, f"{path.name} never appeared"
-        time.sleep(0.01)
-
-
 def test_daemon_killed_mid_run(sidecar: Sidecar, scenario: Any) -> None:
     """SIGKILL: the call answers the internal-failure text at once, the daemon's guard kills
     the running command's group and removes the dead daemon's spool, and a restarted daemon
     serves the next call."""
-    (sidecar.task / "src" / "running").unlink(missing_ok=True)
     scenario('touch "$SSE_SOURCE_DIR/running"; sleep 30 & sleep 30\n')
     logs_before = saved_logs(sidecar.server)
     spools = sidecar.folders()
     thread, answers = _call_in_background(sidecar.server.url)
-    _wait_for(sidecar.task / "src" / "running")
+    wait_for(
+        lambda: (tree := runner_tree(sidecar.env)) is not None and (tree / "running").exists(),
+        30.0,
+        "the build's mark in its runner copy",
+    )
     killed = time.monotonic()
     sidecar.daemon.send_signal(signal.SIGKILL)
     sidecar.daemon.wait(10)

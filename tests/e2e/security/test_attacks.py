@@ -35,7 +35,8 @@ import fastmcp
 import pytest
 
 from e2e.security.services import Services, keys_described, sysv_queues
-from ssebench.daemon.isolation import available
+from ssebench.core.daemons.local import available
+from ssebench.daemon.confine.user import case_user
 from ssebench.testing.servers import Server, clean_env, start_server
 
 pytestmark = [pytest.mark.security, pytest.mark.timeout(300)]
@@ -46,7 +47,7 @@ LEFTOVERS = re.compile(r"sleep 30[234]|innocent-name|pkill -9 -x rle")
 
 def mechanisms() -> list[str]:
     """The mechanisms that work here (in a default Docker container: Landlock only)."""
-    return available()
+    return available(case_user())
 
 
 @dataclass

@@ -30,8 +30,8 @@ SUITE = ["tests/unit/test_isolation.py", "tests/e2e/security"]
 @pytest.mark.parametrize("user", ["0", "65534"])
 def test_the_security_suite_holds_in_a_default_docker_container(user: str) -> None:
     probe = (
-        "/venv/bin/python -c 'from ssebench.daemon.isolation import choose; "
-        "print(choose().description)'; id -u; grep -E '^Seccomp:' /proc/self/status; "
+        "/venv/bin/python -c 'from ssebench.core.daemons.local import choose_isolation as c; "
+        "print(c(\"auto\").description)'; id -u; grep -E '^Seccomp:' /proc/self/status; "
         f"/venv/bin/python -m pytest -p no:cacheprovider -q -m 'not container' {' '.join(SUITE)}"
     )
     mount = ["-v", f"{ROOT}:/src:ro", "-w", "/src"]

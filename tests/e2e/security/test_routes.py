@@ -30,8 +30,8 @@ import pytest
 
 from e2e.security.services import EXAMPLE, c_example, statuses
 from e2e.security.test_attacks import mechanisms, task_hashes
-from ssebench.daemon.isolation import landlock_abi
-from ssebench.daemon.landlock import RESOLVE_UNIX_ABI
+from ssebench.daemon.confine.landlock import RESOLVE_UNIX_ABI
+from ssebench.daemon.confine.landlock import abi_version as landlock_abi
 
 pytestmark = [pytest.mark.security, pytest.mark.timeout(300)]
 

@@ -1,15 +1,21 @@
-"""The seccomp filter every confined case runs under: the sockets and kernel state it may not use.
+"""The seccomp filters every confined case runs under: the sockets and kernel state it may not
+use, and the connections a supervisor decides.
 
 Landlock (up to ABI 8) and bubblewrap leave some routes out of a case open: a socket of another
 family (vsock to the host, packet, Bluetooth), UDP, MPTCP and SCTP where Landlock only knows
-TCP, pathname Unix sockets where Landlock cannot check them (before ABI 9), io_uring (which
-opens sockets without the socket() system call), kernel keys and SysV IPC objects that outlive
-the case. The filter refuses those with EACCES (sockets) or EPERM, and kills a process that
-makes system calls of another architecture (32-bit code cannot slip past it).
+TCP, a pathname Unix socket anywhere the case can name one (a socket under /opt is reachable
+under bubblewrap's read-only binds too), io_uring (which opens sockets without the socket()
+system call), kernel keys and SysV IPC objects that outlive the case. The deny filter refuses
+those with EACCES (sockets) or EPERM, and kills a process that makes system calls of another
+architecture (32-bit code cannot slip past it). A second filter sends every connect() to the
+case supervisor (a seccomp user notification): it lets inet ones go on and makes Unix ones
+itself, on the case's behalf, only to sockets inside the case's own folders and tree
+(daemon/confine/broker.py). Unix datagram sockets, whose every send names its own address,
+are refused: nothing could decide where each one goes.
 
-libseccomp writes the BPF program (through its official Python binding where installed, else
-pyseccomp, a ctypes binding with the same API); it is built once per daemon and loaded by each
-case: through bubblewrap's --seccomp, or by the case's child itself before exec.
+libseccomp writes the BPF programs (through its official Python binding where installed, else
+pyseccomp, a ctypes binding with the same API); they are built once per daemon and loaded by
+each case: through bubblewrap's --seccomp, or by the case's child itself before exec.
 """
 
 from __future__ import annotations
@@ -62,23 +68,20 @@ def _library() -> ModuleType:
     return pyseccomp  # type: ignore[no-any-return]
 
 
-def socket_families(*, unix: bool) -> tuple[int, ...]:
+def socket_families() -> tuple[int, ...]:
     """The socket families a case may create with network = false: inet (in a network namespace
     of its own, under bubblewrap, all of it is the case's own; under Landlock only TCP, which
-    Landlock checks: see `build`), netlink for routing information, and Unix sockets where
-    their paths are checked (bubblewrap's mount namespace, Landlock from ABI 9)."""
-    families = [socket.AF_INET, socket.AF_INET6, socket.AF_NETLINK]
-    if unix:
-        families.append(socket.AF_UNIX)
-    return tuple(sorted(families))
+    Landlock checks: see `build`), netlink for routing information, and Unix (whose connections
+    the supervisor makes: daemon/confine/broker.py)."""
+    return tuple(sorted([socket.AF_INET, socket.AF_INET6, socket.AF_NETLINK, socket.AF_UNIX]))
 
 
-def build(*, network: bool, own_network: bool, unix: bool, host_ipc: bool) -> bytes:
-    """The filter as a BPF program, for `--seccomp` or `load`.
+def build(*, network: bool, own_network: bool, host_ipc: bool) -> bytes:
+    """The deny filter as a BPF program, for `--seccomp` or `load`.
 
     `network`: the task opted in (no socket rule at all). `own_network`: the case has its own
-    network namespace. `unix`: Unix socket paths are checked by the mechanism. `host_ipc`: the
-    case shares the host's IPC namespace (so SysV IPC and message queues are refused).
+    network namespace. `host_ipc`: the case shares the host's IPC namespace (so SysV IPC and
+    message queues are refused).
     """
     lib = _library()
     sf = lib.SyscallFilter(lib.ALLOW)
@@ -87,12 +90,29 @@ def build(*, network: bool, own_network: bool, unix: bool, host_ipc: bool) -> by
     for name in (*ALWAYS_DENIED, *(HOST_IPC if host_ipc else ())):
         sf.add_rule(refuse, name)
     if not network:
-        _families(lib, sf, deny, socket_families(unix=unix))
+        _families(lib, sf, deny, socket_families())
         _route_only(lib, sf, deny)
+        _no_unix_datagrams(lib, sf, deny)
         if not own_network:
             for family in (socket.AF_INET, socket.AF_INET6):
                 _tcp_only(lib, sf, deny, family)
     return _export(sf)
+
+
+def broker_filter() -> bytes:
+    """The filter that hands every connect() to the supervisor (SECCOMP_RET_USER_NOTIF)."""
+    lib = _library()
+    sf = lib.SyscallFilter(lib.ALLOW)
+    sf.add_rule(lib.NOTIFY, "connect")
+    return _export(sf)
+
+
+def _no_unix_datagrams(lib: ModuleType, sf: object, deny: int) -> None:
+    """No Unix datagram socket, by socket() or socketpair(): each send may name any address."""
+    unix = lib.Arg(0, lib.EQ, socket.AF_UNIX)
+    dgram = lib.Arg(1, lib.MASKED_EQ, SOCK_TYPE_MASK, socket.SOCK_DGRAM)
+    for call in ("socket", "socketpair"):
+        sf.add_rule(deny, call, unix, dgram)  # type: ignore[attr-defined]
 
 
 def _families(lib: ModuleType, sf: object, deny: int, allowed: Iterable[int]) -> None:
@@ -151,13 +171,39 @@ class _SockFprog(ctypes.Structure):
 
 
 _libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+PR_SET_NO_NEW_PRIVS = 38
+SECCOMP_SET_MODE_FILTER, NEW_LISTENER = 1, 1 << 3
 
 
 def load(program: bytes) -> None:
     """Apply `program` (libseccomp's BPF) to this process and what it starts; no_new_privs must
-    be set already."""
+    be set already (or the process hold CAP_SYS_ADMIN)."""
     buffer = ctypes.create_string_buffer(program, len(program))
     prog = _SockFprog(len(program) // 8, ctypes.addressof(buffer))
     if _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP)")
+
+
+def no_new_privileges() -> None:
+    """What lets a process without CAP_SYS_ADMIN load a filter (Docker's root has not got it)."""
+    if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
+
+
+def load_listened(program: bytes, seccomp_nr: int) -> int:
+    """Apply `program`, whose notifications go to the descriptor returned (the listener).
+    `seccomp_nr` is `syscall_number("seccomp")`, found before the fork."""
+    buffer = ctypes.create_string_buffer(program, len(program))
+    prog = _SockFprog(len(program) // 8, ctypes.addressof(buffer))
+    fd = int(_libc.syscall(seccomp_nr, SECCOMP_SET_MODE_FILTER, NEW_LISTENER, ctypes.byref(prog)))
+    if fd < 0:
+        raise OSError(ctypes.get_errno(), "seccomp(SECCOMP_FILTER_FLAG_NEW_LISTENER)")
+    return fd
+
+
+def syscall_number(name: str) -> int:
+    """The number of system call `name` on this machine's architecture."""
+    lib = _library()
+    return int(lib.resolve_syscall(lib.system_arch(), name))

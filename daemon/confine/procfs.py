@@ -1,7 +1,7 @@
 """The one walk over /proc: every process, with what its stat line and owner say.
 
-The case supervisor reads it to find and measure what a case started (daemon/reaper.py), and
-to count the processes the case's user already has (daemon/credentials.py). A process gone
+The case supervisor reads it to find and measure what a case started (reaper.py), and
+to count the processes the case's user already has (user.py). A process gone
 between the listing and the read is left out.
 """
 

@@ -1,11 +1,12 @@
-"""Runs one case: `bash -c` through the daemon's case supervisor, confined, output to one log file.
+"""The door into the trusted core: a command and a policy in, one end-of-case record out.
 
-The supervisor (daemon/supervisor.py) is a separate process, started at the first case and
-ended with the daemon: it starts each case under the isolation mechanism chosen at start,
-copies stdout and stderr, interleaved as written, into the log up to a bound, and kills every
-process the case started once its shell ends. This side sends it the case, waits for the
-answer on the event loop, and on timeout or cancellation asks it to stop the case (SIGTERM,
-then SIGKILL after a grace) before letting go.
+`Runner.run` runs one case, `bash -c`, through the daemon's case supervisor (supervisor.py):
+a separate process, started at the first case and ended with the daemon, that starts each
+case under the mechanism chosen at start as the daemon's case user, copies stdout and stderr,
+interleaved as written, into the log up to a bound, and kills every process the case started
+once its shell ends. This side sends it the case, waits for the answer on the event loop, and
+on timeout or cancellation asks it to stop the case (SIGTERM, then SIGKILL after a grace)
+before letting go.
 """
 
 from __future__ import annotations
@@ -21,12 +22,13 @@ import time
 import uuid
 import weakref
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, TypeVar
 
-from ssebench.core.case import CaseRun
-from ssebench.daemon.isolation import Mechanism, Policy
-from ssebench.daemon.messages import (
+from ssebench.daemon.confine.answers import Answers
+from ssebench.daemon.confine.disk import FLOOR
+from ssebench.daemon.confine.mechanism import Mechanism
+from ssebench.daemon.confine.messages import (
     Ended,
     Error,
     Failed,
@@ -40,66 +42,55 @@ from ssebench.daemon.messages import (
     decode,
     encode,
 )
+from ssebench.daemon.confine.policy import CaseUser, Policy
 
 GRACE_SECONDS = 1.0
 LOG_LIMIT = 1 << 30  # bytes of a case's output kept in its log; the rest is dropped
 STOP_WAIT = 30.0  # seconds a stopped case may take to be reported gone
-SUPERVISOR = [sys.executable, "-I", "-m", "ssebench.daemon.supervisor"]
-A = TypeVar("A")
+SUPERVISOR = [sys.executable, "-I", "-m", "ssebench.daemon.confine.supervisor"]
 
 
 class RunnerError(Exception):
-    """The command could not be started at all; an internal failure, not the check failing."""
+    """The command could not be started at all, or the machine failed it (a full disk): an
+    internal failure, not the check failing."""
 
 
-class _Answers(Generic[A]):
-    """The answers of one kind, by case id: whichever comes first, the answer or whoever
-    waits for it, makes the future the other finds."""
+@dataclass(frozen=True)
+class CaseEnd:
+    """How one case ended: by exit code or signal, in its time or not; `killed` processes it
+    left behind, `dropped` bytes of its output past the log's limit."""
 
-    def __init__(self) -> None:
-        self._futures: dict[str, asyncio.Future[A]] = {}
-
-    def expect(self, case_id: str) -> asyncio.Future[A]:
-        future = self._futures.get(case_id)
-        if future is None:
-            future = self._futures[case_id] = asyncio.get_running_loop().create_future()
-        return future
-
-    def give(self, case_id: str, answer: A) -> None:
-        future = self.expect(case_id)
-        if not future.done():
-            future.set_result(answer)
-
-    def pop(self, case_id: str) -> None:
-        self._futures.pop(case_id, None)
-
-    def fail(self, message: str) -> None:
-        for future in self._futures.values():
-            if not future.done():
-                future.set_exception(RunnerError(message))
-        self._futures.clear()
+    exit_code: int | None
+    signal: int | None
+    timed_out: bool
+    seconds: float
+    killed: int = 0
+    dropped: int = 0
 
 
 class Runner:
-    """The daemon's side of one case supervisor, for one policy and mechanism."""
+    """The daemon's side of one case supervisor: its cases confined by `mechanism`, run as
+    `user`."""
 
     def __init__(
         self,
         mechanism: Mechanism,
-        policy: Policy,
+        user: CaseUser,
         *,
         grace: float = GRACE_SECONDS,
         log_limit: int = LOG_LIMIT,
+        disk_floor: int = FLOOR,
     ) -> None:
         self.mechanism = mechanism
-        self.policy = policy
+        self.user = user
+        self.disk_floor = disk_floor
         self.grace = grace
         self.log_limit = log_limit
         self._sock: socket.socket | None = None
         self._proc: subprocess.Popen[bytes] | None = None
-        self._ready: _Answers[Ready | Error] = _Answers()
-        self._started: _Answers[Started | Failed] = _Answers()
-        self._ended: _Answers[Ended] = _Answers()
+        self._ready: Answers[Ready | Error] = Answers()
+        self._started: Answers[Started | Failed] = Answers()
+        self._ended: Answers[Ended] = Answers()
         self._reader: asyncio.Task[None] | None = None
         self._start_lock = asyncio.Lock()
         self._stopping: set[asyncio.Future[Ended]] = set()  # stops still under way
@@ -107,15 +98,18 @@ class Runner:
     async def run(
         self,
         command: str,
+        policy: Policy,
         *,
         cwd: Path,
         env: Mapping[str, str],
         timeout: float,
         log_path: Path,
-        case_dir: Path | None = None,
-    ) -> CaseRun:
-        """Run `command`; on timeout or cancellation the case is stopped, and at its end
-        whatever it left running is killed, wherever it went."""
+        case_dir: Path,
+        reads: tuple[str, ...] = (),
+    ) -> CaseEnd:
+        """Run `command` under `policy` with `case_dir` its own folder; on timeout or
+        cancellation the case is stopped, and at its end whatever it left running is killed,
+        wherever it went. RunnerError when it could not start, or the machine failed it."""
         started = time.monotonic()
         case_id = uuid.uuid4().hex
         try:
@@ -125,7 +119,7 @@ class Runner:
         started_answer = self._started.expect(case_id)
         ended = self._ended.expect(case_id)
         run = Run(case_id, ("bash", "-c", command), str(cwd), dict(env), self.log_limit,
-                  str(case_dir or cwd))  # fmt: skip
+                  str(case_dir), policy, reads)  # fmt: skip
         try:
             try:
                 await self._ensure_started()
@@ -136,15 +130,10 @@ class Runner:
         finally:
             self._started.pop(case_id)
             self._ended.pop(case_id)
-        return CaseRun(
-            exit_code=end.exit_code,
-            signal=end.signal,
-            timed_out=timed_out,
-            seconds=round(time.monotonic() - started, 3),
-            log_path=log_path,
-            killed=end.killed,
-            dropped=end.dropped,
-        )
+        if end.fault:
+            raise RunnerError(end.fault)
+        seconds = round(time.monotonic() - started, 3)
+        return CaseEnd(end.exit_code, end.signal, timed_out, seconds, end.killed, end.dropped)
 
     async def _finish(
         self,
@@ -225,7 +214,7 @@ class Runner:
             weakref.finalize(self, _close, ours, self._proc)
             self._reader = asyncio.create_task(self._read())
             ready = self._ready.expect("")
-            await self._send(Setup(self.mechanism, self.policy))
+            await self._send(Setup(self.mechanism, self.user, self.disk_floor))
             try:
                 answer = await asyncio.wait_for(ready, STOP_WAIT)
             finally:
@@ -252,7 +241,7 @@ class Runner:
 
     def _fail(self, message: str) -> None:
         for answers in (self._ready, self._started, self._ended):
-            answers.fail(message)
+            answers.fail(RunnerError(message))
 
     async def aclose(self) -> None:
         """Let the stops of cancelled cases finish (a caller cancelled again and again, as a

@@ -12,7 +12,7 @@ import signal
 import time
 from collections.abc import Callable
 
-from ssebench.daemon.procfs import comm, processes
+from ssebench.daemon.confine.procfs import comm, processes
 
 
 def _scan() -> tuple[list[int], dict[int, int]]:

@@ -19,14 +19,19 @@ import typing
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ssebench.daemon.isolation import Mechanism, Policy
+from ssebench.daemon.confine.disk import FLOOR
+from ssebench.daemon.confine.mechanism import Mechanism
+from ssebench.daemon.confine.policy import CaseUser, Policy
 
 
 @dataclass(frozen=True)
 class Setup:
+    """How this supervisor's cases are confined, and who they run as."""
+
     op: ClassVar[str] = "setup"
     mechanism: Mechanism
-    policy: Policy
+    user: CaseUser
+    disk_floor: int = FLOOR  # bytes of free disk under which a case is a fault of the machine
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,11 @@ class Error:
 
 @dataclass(frozen=True)
 class Run:
+    """A command and its policy: the one door into the trusted core. `case_dir` is the case's
+    own folder (made empty by the daemon, with `tmp`, `home` and the bound /tmp folders).
+    A file in `reads` the case's user cannot read fails the start: a PoC that cannot open its
+    input would otherwise "no longer trigger" and pass."""
+
     op: ClassVar[str] = "run"
     id: str
     argv: tuple[str, ...]
@@ -51,6 +61,8 @@ class Run:
     env: dict[str, str]
     log_limit: int
     case_dir: str
+    policy: Policy
+    reads: tuple[str, ...] = ()  # task files the command names: the case's user must read them
 
 
 @dataclass(frozen=True)
@@ -72,7 +84,9 @@ class Failed:
 @dataclass(frozen=True)
 class Ended:
     """The case's shell ended and everything it started was killed; `killed` counts those
-    processes, `dropped` the bytes of output past the log's limit."""
+    processes, `dropped` the bytes of output past the log's limit. `fault` says why the case
+    says nothing of the patch (a full disk, a log that could not be written): an error of the
+    machine, never a verdict."""
 
     op: ClassVar[str] = "ended"
     id: str
@@ -80,6 +94,7 @@ class Ended:
     signal: int | None
     killed: int
     dropped: int
+    fault: str = ""
 
 
 @dataclass(frozen=True)

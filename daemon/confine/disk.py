@@ -1,0 +1,98 @@
+"""The disk a case holds, and the machine's free space while it runs.
+
+A case's user may hold at most `limits.disk_mb` (its runner copy, what builds add to it, its
+TMPDIR, HOME and files in /tmp): over it the case fails, its own fault. But a disk filled by
+someone else (a grade beside it, the machine) must never become a verdict: when the volume
+under the case's folders has less free space than a floor, the case ends as a fault of the
+machine, an error that a rerun grades again.
+
+Measuring what a tree holds means walking it, so it is done only when the volume's free space
+has fallen by more than the room the case had left at the last measurement: a case writing
+little costs one statvfs per look.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from collections.abc import Iterable
+
+from ssebench.daemon.confine.policy import inside
+
+FLOOR = 128 << 20  # bytes of free space under which the machine, not the patch, is at fault
+
+
+def free_bytes(path: str) -> int:
+    info = os.statvfs(path)
+    return info.f_bavail * info.f_frsize
+
+
+def held(roots: Iterable[str], uid: int | None = None, skip: tuple[str, ...] = ()) -> int:
+    """Bytes of disk the files under `roots` hold (each inode once; only `uid`'s when given),
+    never following a link, not descending into `skip`."""
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    for root in roots:
+        for here, folders, files in os.walk(root):
+            folders[:] = [f for f in folders if not inside(os.path.join(here, f), skip)]
+            for name in (*folders, *files):
+                with contextlib.suppress(OSError):
+                    info = os.lstat(os.path.join(here, name))
+                    key = (info.st_dev, info.st_ino)
+                    if key in seen or (uid is not None and info.st_uid != uid):
+                        continue
+                    seen.add(key)
+                    if not stat.S_ISDIR(info.st_mode) or uid is not None:
+                        total += info.st_blocks * 512
+    return total
+
+
+class DiskWatch:
+    """One case's disk: `own` the folders it holds whole (its copy, its folder), `shared` the
+    folders where only its user's files count (/tmp under Landlock)."""
+
+    def __init__(
+        self,
+        own: tuple[str, ...],
+        shared: tuple[str, ...],
+        uid: int,
+        limit: int,
+        floor: int = FLOOR,
+        skip: tuple[str, ...] = (),
+    ) -> None:
+        self.own, self.shared, self.uid, self.limit, self.floor = own, shared, uid, limit, floor
+        self.skip = skip
+        self.volumes = {os.stat(p).st_dev: p for p in (*own, *shared) if os.path.exists(p)}
+        self.baseline = self._free()
+        self.room = limit  # what the case may still write before it must be measured
+
+    def _free(self) -> dict[int, int]:
+        found = {}
+        for dev, path in self.volumes.items():
+            with contextlib.suppress(OSError):
+                found[dev] = free_bytes(path)
+        return found
+
+    def usage(self) -> int:
+        return held(self.own) + held(self.shared, self.uid, skip=self.skip)
+
+    def look(self) -> tuple[str, str]:
+        """("over", why) when the case holds more than its limit, ("fault", why) when the
+        machine is short of space, else ("", "")."""
+        free = self._free()
+        fallen = max((self.baseline.get(d, f) - f for d, f in free.items()), default=0)
+        short = {d: f for d, f in free.items() if f < self.floor}
+        if fallen <= self.room and not short:
+            return "", ""
+        used = self.usage()
+        if used > self.limit:
+            return "over", f"{self.limit >> 20} MB of disk"
+        if short:
+            dev, left = next(iter(short.items()))
+            return "fault", (
+                f"the volume of {self.volumes[dev]} has {left >> 20} MiB free, under ssebench's "
+                f"floor of {self.floor >> 20} MiB: free some space and grade again"
+            )
+        self.baseline, self.room = free, self.limit - used
+        return "", ""

@@ -1,0 +1,112 @@
+"""One running case in the supervisor: its output copied into its log, and how it ended.
+
+The case writes into a pipe, which is copied into the daemon's log file up to a bound (so a
+case that prints without end cannot fill the disk), its exit status read the same under every
+mechanism, and the notes of why it was stopped appended to the log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import signal
+from dataclasses import dataclass
+
+from ssebench.daemon.confine import messages as wire
+from ssebench.daemon.confine.broker import Broker
+from ssebench.daemon.confine.disk import DiskWatch
+from ssebench.daemon.confine.policy import Policy
+
+STEP = 1 << 20
+SIGNALS = {int(signum) for signum in signal.valid_signals()}
+
+
+def exit_status(status: int) -> tuple[int | None, int | None]:
+    """(exit code, signal) of a wait status, the same under every mechanism.
+
+    A process killed by signal N is (None, N). So is an exit status of 128+N: bubblewrap
+    reports its case's death by signal N so, and a shell a child's; whether the case died of
+    the signal itself or its shell reported one cannot be told apart under bubblewrap, so it
+    is read as the signal everywhere.
+    """
+    if os.WIFSIGNALED(status):
+        return None, os.WTERMSIG(status)
+    code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
+    if code is not None and code - 128 in SIGNALS:
+        return None, code - 128
+    return code, None
+
+
+@dataclass
+class Case:
+    id: str
+    pid: int
+    pipe: int
+    log: int
+    limit: int
+    policy: Policy
+    disk: DiskWatch
+    broker: Broker | None = None
+    written: int = 0
+    dropped: int = 0
+    status: int | None = None  # the shell's wait status, once reaped
+    eof: bool = False
+    killed: int = 0
+    stop_at: float | None = None  # when a stop asked for turns into SIGKILL
+    eof_by: float | None = None
+    over: str = ""  # the limit it went over, which stopped it
+    fault: str = ""  # why it says nothing of the patch: the machine failed it
+
+    def copy(self) -> None:
+        """Move what the pipe holds into the log, up to the limit; drop the rest. A log that
+        cannot be written is a fault of the machine (a full disk), never of the patch."""
+        while True:
+            try:
+                if self.written < self.limit:
+                    moved = _splice(self.pipe, self.log, min(STEP, self.limit - self.written))
+                    self.written += moved
+                else:
+                    moved = len(os.read(self.pipe, STEP))
+                    self.dropped += moved
+            except BlockingIOError:
+                return
+            except OSError as exc:
+                if self.written >= self.limit:
+                    raise  # the pipe itself failed
+                self.fault = self.fault or f"cannot write the case's log: {exc.strerror}"
+                self.limit = self.written
+                continue
+            if moved == 0:
+                self.eof = True
+                return
+
+    def finish(self) -> wire.Ended:
+        notes = []
+        if self.dropped and not self.fault:
+            notes.append(
+                f"this case printed more than its log's limit of {self.limit} bytes;"
+                f" the {self.dropped} bytes after it were dropped"
+            )
+        if self.over:
+            notes.append(f"this case went over its limit of {self.over} and was stopped")
+        for note in notes:
+            with contextlib.suppress(OSError):
+                os.write(self.log, f"\n[ssebench: {note}]\n".encode())
+        os.close(self.log)
+        os.close(self.pipe)
+        if self.broker is not None:
+            self.broker.close()
+        code, signum = exit_status(self.status or 0)
+        return wire.Ended(self.id, code, signum, self.killed, self.dropped, self.fault)
+
+
+def _splice(source: int, target: int, count: int) -> int:
+    try:
+        return os.splice(source, target, count)
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.ENOSYS):
+            raise
+    data = os.read(source, count)  # a file system that cannot splice: copy by hand
+    os.write(target, data)
+    return len(data)

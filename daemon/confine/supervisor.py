@@ -1,0 +1,309 @@
+"""The case supervisor: a process per daemon that runs one case at a time, confined, and ends all
+of it.
+
+It is a child subreaper, so every process a case starts stays its descendant whatever it does
+(setsid, double fork, env -u, a new name); when the case's shell ends, or the daemon says stop,
+it kills every one of them. Before a case starts it shapes the case user's permissions for the
+case's check (access.py); while it runs it answers the case's connect() calls (broker.py) and
+watches its processes, memory and disk; when it ends it removes what the case left in /tmp.
+It is single-threaded, so it may run Python between fork and exec. When the daemon goes away
+(its socket closes) it kills what runs, undoes the permissions it gave, and exits. Messages
+are messages.py's records, one a SOCK_SEQPACKET packet (the log's fd rides along with `Run`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import resource
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+from ssebench.daemon.confine import leftovers
+from ssebench.daemon.confine import messages as wire
+from ssebench.daemon.confine.access import AccessError, View, plan, readable
+from ssebench.daemon.confine.broker import Broker
+from ssebench.daemon.confine.choice import confinement
+from ssebench.daemon.confine.disk import FLOOR, DiskWatch
+from ssebench.daemon.confine.mechanism import Confinement, Folders
+from ssebench.daemon.confine.policy import SHARED_TMP, CaseUser, Policy
+from ssebench.daemon.confine.reaper import kill_all, signal_all, usage
+from ssebench.daemon.confine.running import Case
+from ssebench.daemon.confine.user import processes_of
+
+PR_SET_CHILD_SUBREAPER = 36
+PR_SET_DUMPABLE = 4
+F_SETPIPE_SZ = 1031
+PIPE_SIZE = 1 << 20
+EOF_WAIT = 5.0  # seconds to wait for the output to close once every process was killed
+TICK = 0.5
+LIMIT_TICK = 0.25  # seconds between two looks at a running case's processes, memory and disk
+
+
+@dataclass
+class Supervisor:
+    sock: socket.socket
+    confined: Confinement | None = None
+    user: CaseUser | None = None
+    view: View | None = None
+    case: Case | None = None  # one at a time
+    checked_at: float = 0.0
+    plans: dict[Policy, dict[str, int]] = field(default_factory=dict)
+    floor: int = FLOOR
+
+    def send(self, message: wire.Message) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.send(wire.encode(message))
+
+    def setup(self, message: wire.Setup) -> None:
+        self.close()
+        self.user, self.floor = message.user, message.disk_floor
+        self.confined = confinement(message.mechanism, message.user)
+        self.view = View(message.user) if message.user.switched else None
+        self.send(wire.Ready())
+
+    def start(self, message: wire.Run, fds: list[int]) -> None:
+        (log,) = fds
+        read_end, write_end = os.pipe2(os.O_CLOEXEC)
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(read_end, F_SETPIPE_SZ, PIPE_SIZE)
+        os.set_blocking(read_end, False)
+        try:
+            case = self._launch(message, log, read_end, write_end)
+        except Exception as exc:  # whatever stops a case from starting is said, not raised
+            for fd in (read_end, log):
+                os.close(fd)
+            self.send(wire.Failed(message.id, " ".join(str(exc).split()) or type(exc).__name__))
+            return
+        finally:
+            with contextlib.suppress(OSError):
+                os.close(write_end)
+        self.case = case
+        self.checked_at = time.monotonic()  # the first look a tick from now: most cases are over
+        self.send(wire.Started(case.id, case.pid))
+
+    def _launch(self, message: wire.Run, log: int, read_end: int, write_end: int) -> Case:
+        if self.confined is None or self.user is None:
+            raise OSError("the supervisor was not set up")
+        if self.case is not None:
+            raise OSError("another case is running: the supervisor runs one at a time")
+        policy, folders = message.policy, Folders(message.case_dir)
+        if self.view is not None and self.confined.confined:
+            self.view.apply(self._plan(policy, folders))
+        for path in message.reads:
+            if not readable(self.user, self.confined.shape, path):
+                raise OSError(f"uid {self.user.uid}, who runs the case, cannot read {path}")
+        own = (*(g.real for g in policy.writable), folders.root)
+        # The machine's /tmp, under Landlock: what a user of its own leaves there is the case's.
+        shared = SHARED_TMP if self.user.switched and not self.confined.binds else ()
+        skip = (folders.private,)  # every daemon's folders: each counts its own
+        limit = policy.limits.disk_mb << 20
+        disk = DiskWatch(own, shared, self.user.uid, limit, floor=self.floor, skip=skip)
+        others = processes_of(self.user.uid) if self.user.switched else 0
+        launch = self.confined.launch(message.argv, policy, folders, message.cwd)
+        proc = launch.start(
+            (policy.limits, others), cwd=message.cwd, env=message.env, stdin=subprocess.DEVNULL,
+            stdout=write_end, stderr=write_end, start_new_session=True,
+        )  # fmt: skip
+        # We reap every child ourselves (orphans included): this Popen must never wait for it.
+        proc.returncode = 0
+        case = Case(message.id, proc.pid, read_end, log, message.log_limit, policy, disk)
+        listener = launch.broker_listener()
+        if listener is not None:
+            case.broker = Broker(listener, self.user, own, shared, self.confined.own_network)
+        return case
+
+    def _plan(self, policy: Policy, folders: Folders) -> dict[str, int]:
+        """The case user's permissions for this check (the same for all its cases)."""
+        assert self.confined is not None and self.user is not None
+        if policy not in self.plans:
+            granted = [p for g in policy.readable for p in (g.path, g.real)]
+            owned = [g.real for g in policy.writable]
+            owned.append(folders.cases)  # the way to each case's own folder
+            shape = self.confined.shape
+            hidden, public = policy.withheld, policy.public
+            self.plans[policy] = plan(self.user, shape, granted, owned, hidden, public)
+        return self.plans[policy]
+
+    def stop(self, message: wire.Stop) -> None:
+        case = self.case
+        if case is not None and case.id == message.id and case.stop_at is None:
+            case.stop_at = time.monotonic() + message.grace
+            # bubblewrap dies of SIGTERM and takes its namespace with it at once: the case's
+            # own processes get the grace, bubblewrap gets the SIGKILL after it.
+            spare = self.confined.spare if self.confined is not None else ""
+            signal_all(signal.SIGTERM, spare=spare)
+
+    def reap(self) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            case = self.case
+            if case is not None and case.pid == pid:
+                case.status = status
+            elif case is not None and case.broker is not None:
+                case.broker.reaped(pid, status)
+
+    def check_limits(self, now: float) -> None:
+        """Stop the running case once its processes, their memory or its disk go over its
+        limits (the kernel bounds open files; processes too, but not for root), or once the
+        machine runs short of disk (a fault, not the patch's)."""
+        case = self.case
+        if case is None or case.status is not None or case.over or case.fault:
+            return
+        if now < self.checked_at + LIMIT_TICK:
+            return
+        self.checked_at = now
+        limits = case.policy.limits
+        count, memory = usage()
+        over, fault = "", ""
+        if count > limits.processes:
+            over = f"{limits.processes} processes"
+        elif memory > limits.memory_mb << 20:
+            over = f"{limits.memory_mb} MB of memory"
+        else:
+            kind, why = case.disk.look()
+            over, fault = (why, "") if kind == "over" else ("", why)
+        if over or fault:
+            case.killed += kill_all(self.reap)
+            case.over, case.fault = over, case.fault or fault
+
+    def advance(self, now: float) -> None:
+        """Move the case on: kill what is left once its shell ended (or a stop ran out, or it
+        went over a limit), and answer once its output is closed."""
+        self.check_limits(now)
+        case = self.case
+        if case is None:
+            return
+        if case.status is None and case.stop_at is not None and now >= case.stop_at:
+            case.killed += kill_all(self.reap)
+        if case.status is not None and case.eof_by is None:
+            case.killed += kill_all(self.reap)
+            case.eof_by = now + EOF_WAIT
+        if case.status is not None and (case.eof or (case.eof_by or now) <= now):
+            case.copy()
+            self._clean(case)
+            self.case = None
+            self.send(case.finish())
+
+    def _clean(self, case: Case) -> None:
+        """What the case left in /tmp goes; a machine short of disk at its end is a fault."""
+        if case.disk.shared:
+            leftovers.remove(list(leftovers.owned(case.disk.shared, case.disk.uid, case.disk.skip)))
+        if not case.fault and not case.over:
+            kind, why = case.disk.look()
+            case.fault = why if kind == "fault" else ""
+
+    def wait(self) -> float:
+        """Seconds until the next thing the case waits for is due (at most TICK)."""
+        case = self.case
+        if case is None:
+            return TICK
+        due = [case.stop_at] if case.stop_at and case.status is None else []
+        if case.status is None:
+            due.append(self.checked_at + LIMIT_TICK)
+        due += [case.eof_by] if case.eof_by else []
+        return max(0.0, min([TICK, *(at - time.monotonic() for at in due)]))
+
+    def handle(self, data: bytes, fds: list[int]) -> None:
+        try:
+            message = wire.decode(data)
+        except wire.MessageError:
+            for fd in fds:
+                os.close(fd)
+            raise
+        if isinstance(message, wire.Setup):
+            self.setup(message)
+        elif isinstance(message, wire.Run):
+            self.start(message, fds)
+        elif isinstance(message, wire.Stop):
+            self.stop(message)
+        else:
+            raise wire.MessageError(f"not a message for the supervisor: {message.op}")
+
+    def serve(self) -> None:
+        wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        signal.set_wakeup_fd(wake_w)
+        signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+        try:
+            self._loop(wake_r)
+        finally:
+            self.close()
+
+    def _loop(self, wake_r: int) -> None:
+        while True:
+            case = self.case
+            watched = [self.sock.fileno(), wake_r]
+            if case is not None and not case.eof:
+                watched.append(case.pipe)
+            if case is not None and case.broker is not None:
+                watched.append(case.broker.fileno())
+            ready = _ready(watched, self.wait())
+            if wake_r in ready:
+                with contextlib.suppress(BlockingIOError):
+                    os.read(wake_r, 4096)
+            if case is not None and case.pipe in ready:
+                case.copy()
+            if case is not None and case.broker is not None and case.broker.fileno() in ready:
+                case.broker.handle()
+            self.reap()
+            if self.sock.fileno() in ready:
+                data, fds, _, _ = socket.recv_fds(self.sock, 1 << 20, 4)
+                if not data:
+                    kill_all(self.reap)  # the daemon is gone: nothing it started may stay
+                    return
+                try:
+                    self.handle(data, fds)
+                except Exception as exc:  # a bad message or a setup failure: say so, go on
+                    self.send(wire.Error(f"{type(exc).__name__}: {exc}"))
+            self.advance(time.monotonic())
+
+    def close(self) -> None:
+        """Undo the permissions given, close what every case used."""
+        if self.view is not None:
+            with contextlib.suppress(AccessError):
+                self.view.close()
+            self.view = None
+        if self.confined is not None:
+            self.confined.close()
+            self.confined = None
+        self.plans.clear()
+
+
+def _ready(fds: list[int], timeout: float) -> set[int]:
+    """The descriptors that can be read now or within `timeout` seconds (poll, not select:
+    select cannot watch a descriptor numbered past 1023)."""
+    poller = select.poll()
+    for fd in fds:
+        poller.register(fd, select.POLLIN)
+    return {fd for fd, _ in poller.poll(timeout * 1000)}
+
+
+def main() -> None:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # no same-uid reader of our memory
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl+C is the daemon's to handle
+    # We write the logs: a file size limit lowered for the daemon would cut them (and kill us).
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    _, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_FSIZE, (hard, hard))
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    Supervisor(sock).serve()
+
+
+if __name__ == "__main__":
+    main()
