@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import socket
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,17 @@ def ssebench_argv(*args: str, prelude: str = "") -> list[str]:
         return [*SSEBENCH, *args]
     python, flag, main = SSEBENCH
     return [python, flag, f"{prelude}\n{main}", *args]
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def start_child(argv: Sequence[str], **popen: Any) -> subprocess.Popen[Any]:
+    """Start `argv` as a terminal starts a command: SIGINT at its default, so a test's Ctrl+C
+    reaches it even when the suite runs as a background job (bash starts those with SIGINT
+    ignored, a child inherits an ignored signal, and Python then leaves it ignored)."""
+    return subprocess.Popen(list(argv), preexec_fn=_default_sigint, **popen)
 
 
 def run_ssebench(
@@ -190,7 +202,7 @@ def start_server(
     env = env if env is not None else clean_env(tmp)
     ports = ["--port", str(port)] + (["--daemon-port", str(daemon_port)] if embedded else [])
     with log.open("wb") as out:
-        proc = subprocess.Popen(
+        proc = start_child(
             ssebench_argv("serve", *args, *ports, prelude=prelude),
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -232,7 +244,7 @@ def start_daemon(
     log = tmp / f"daemon-{port}-{time.monotonic_ns()}.log"
     args = ("daemon", "--task", str(task), "--port", str(port), "--difficulty", str(level))
     with log.open("wb") as out:
-        proc = subprocess.Popen(
+        proc = start_child(
             ssebench_argv(*args),
             stdout=out,
             stderr=subprocess.STDOUT,

@@ -25,7 +25,7 @@ from ssebench.core.backends.bundle import ensure_bundle, host_suffix
 from ssebench.core.backends.docker import BOOT
 from ssebench.testing import task_toml
 from ssebench.testing.images import TASK_IMAGE, containers_with, docker_missing, with_image
-from ssebench.testing.servers import ssebench_argv
+from ssebench.testing.servers import ssebench_argv, start_child
 
 from .runs import RunCli, graded, untimed
 from .test_batch import results
@@ -131,7 +131,7 @@ def test_a_container_never_outlives_its_grade(tmp_path: Path, sig: signal.Signal
     tmpdir.mkdir()
     (task / "task.toml").write_text(f'image = "{TASK_IMAGE}"\n' + task_toml({"build": "sleep 120"}))
     argv = ssebench_argv("grade", "--task", str(task), "--patch", os.devnull, "--backend", "docker")
-    proc = subprocess.Popen(argv, env={**os.environ, "TMPDIR": str(tmpdir)},
+    proc = start_child(argv, env={**os.environ, "TMPDIR": str(tmpdir)},
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
     deadline = time.monotonic() + 120
     while not containers_with(task):

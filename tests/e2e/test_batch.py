@@ -17,6 +17,7 @@ import pytest
 
 from ssebench.core.cli.run import SSEBENCH
 from ssebench.testing import task_toml
+from ssebench.testing.servers import start_child
 
 from .runs import make_tasks
 from .test_grade_patch import tree_hash
@@ -174,7 +175,7 @@ def test_a_stopped_run_leaves_no_scratch_and_resumes(
     preds.write_text('{"task": "slow", "patch": "", "model": "a"}\n'
                      '{"task": "slow", "patch": "", "model": "b"}\n')  # fmt: skip
     args = ["--tasks", str(tasks), "--predictions", str(preds), "--out", str(out), "-j", "2"]
-    proc = subprocess.Popen([*SSEBENCH, "grade", *args], env={**os.environ, "TMPDIR": str(tmpdir)},
+    proc = start_child([*SSEBENCH, "grade", *args], env={**os.environ, "TMPDIR": str(tmpdir)},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
     deadline = time.monotonic() + 60
     while len(list(tmpdir.glob("ssebench-*/ssebench-grade-*/*/started"))) < 2:

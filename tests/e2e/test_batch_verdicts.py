@@ -19,6 +19,7 @@ import pytest
 from ssebench.core.cli.run import SSEBENCH
 from ssebench.testing import task_toml
 from ssebench.testing.procs import assert_none_left
+from ssebench.testing.servers import start_child
 
 from .test_validate import FIX, SOUND
 
@@ -204,7 +205,7 @@ def test_ctrl_c_says_what_is_kept_and_that_a_rerun_resumes(tmp_path: Path) -> No
                         {"task": "slow", "model": "m", "patch": ""},
                         {"task": "slow", "model": "n", "patch": ""})  # fmt: skip
     args = ["--tasks", str(tasks), "--predictions", str(preds), "--out", str(out), "-j", "2"]
-    proc = subprocess.Popen([*SSEBENCH, "grade", *args], stdout=subprocess.PIPE,
+    proc = start_child([*SSEBENCH, "grade", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=dict(os.environ))  # fmt: skip
     try:
         deadline = time.monotonic() + 120

@@ -20,6 +20,7 @@ import pytest
 
 from ssebench.core.cli.run import SSEBENCH
 from ssebench.testing import TaskHandle
+from ssebench.testing.servers import start_child
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -286,7 +287,7 @@ def test_a_stopped_grade_leaves_no_scratch_copy(
     empty = tmp_path / "empty.patch"
     empty.write_text("")
     args = ["grade", "--task", str(task), "--patch", str(empty), "--quiet"]
-    proc = subprocess.Popen([*SSEBENCH, *args], env=env,
+    proc = start_child([*SSEBENCH, *args], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
     deadline = time.monotonic() + 60
     while not list(tmpdir.glob("ssebench-*/ssebench-grade-*/*/started")):

@@ -17,6 +17,7 @@ from ssebench.testing.servers import (
     free_port,
     port_is_free,
     run_ssebench,
+    start_child,
     taken_port,
 )
 
@@ -140,7 +141,7 @@ def test_missing_command(tmp_path: Path) -> None:
 def test_signals_are_forwarded_to_cmd(tmp_path: Path, sig: signal.Signals) -> None:
     task = make_task(tmp_path / "task", "bare")
     ports = _ports()
-    proc = subprocess.Popen(
+    proc = start_child(
         [*SSEBENCH, "run", "--task", str(task), *ports, "--", sys.executable, "-c", SIGNAL_WAITER],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
