@@ -34,7 +34,7 @@ class CaseVerdicts:
 
     @property
     def label(self) -> str:
-        return f"{self.check.name} case {self.index + 1}" if self.cases > 1 else self.check.name
+        return f"{self.check.name} case {self.index}" if self.cases > 1 else self.check.name
 
 
 @dataclass(frozen=True)

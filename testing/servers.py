@@ -9,6 +9,7 @@ it; a wait that runs out raises RuntimeError, which pytest reports as any other 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import socket
@@ -37,15 +38,12 @@ def ssebench_argv(*args: str, prelude: str = "") -> list[str]:
     return [python, flag, f"{prelude}\n{main}", *args]
 
 
-def _default_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def start_child(argv: Sequence[str], **popen: Any) -> subprocess.Popen[Any]:
     """Start `argv` as a terminal starts a command: SIGINT at its default, so a test's Ctrl+C
     reaches it even when the suite runs as a background job (bash starts those with SIGINT
     ignored, a child inherits an ignored signal, and Python then leaves it ignored)."""
-    return subprocess.Popen(list(argv), preexec_fn=_default_sigint, **popen)
+    default = functools.partial(signal.signal, signal.SIGINT, signal.SIG_DFL)
+    return subprocess.Popen(list(argv), preexec_fn=default, **popen)
 
 
 def run_ssebench(

@@ -65,9 +65,9 @@ def test_the_c_example_is_sound(run_cli: RunCli, tmp_path: Path) -> None:
         "\n"
         "check             as shipped  with the fix\n"
         "build             passed      passed\n"
+        "PoCs case 0       FAILED      passed\n"
         "PoCs case 1       FAILED      passed\n"
         "PoCs case 2       FAILED      passed\n"
-        "PoCs case 3       FAILED      passed\n"
         "intent tests      FAILED      passed\n"
         "functional tests  passed      passed\n"
         "\n"
@@ -77,8 +77,8 @@ def test_the_c_example_is_sound(run_cli: RunCli, tmp_path: Path) -> None:
     assert code == 1
     assert text.endswith(
         "Problems:\n"
+        "- PoCs case 1: FAILED with the fix; every check must pass with it\n"
         "- PoCs case 2: FAILED with the fix; every check must pass with it\n"
-        "- PoCs case 3: FAILED with the fix; every check must pass with it\n"
         "- intent tests: FAILED with the fix; every check must pass with it\n"
         "\n"
         "The task is NOT sound.\n"
@@ -140,7 +140,7 @@ def test_a_poc_that_never_triggers(
     task, fix = small_task(ssebench_task, pocs=[TRIGGERS, "echo clean", TRIGGERS])
     assert verdict(run_cli, task, fix) == {
         "sound": False,
-        "problems": ["PoCs case 2: passed as shipped; it must fail there (show the bug)"],
+        "problems": ["PoCs case 1: passed as shipped; it must fail there (show the bug)"],
         "flaky": [],
         "warnings": [],
     }
