@@ -83,6 +83,8 @@ def grade_patch(
             '(image = "NAME" in task.toml)'
         )
     docker = docker_cli()
+    # Docker mounts absolute paths only; a relative --logs (a run's --out) is from our folder.
+    logs = logs.resolve() if logs is not None else None
     ident = image_id(docker, task.image)
     cache = cache_dir()
     bundle = ensure_bundle(cache)

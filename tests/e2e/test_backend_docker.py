@@ -124,6 +124,28 @@ def test_the_container_is_what_the_grade_promises(run_cli: RunCli, tmp_path: Pat
     assert sorted(p.name for p in task.rglob("*")) == ["src", "task.toml"]
 
 
+ADD_FILE = "--- /dev/null\n+++ b/applied.txt\n@@ -0,0 +1 @@\n+patched on the host\n"
+
+
+def test_relative_paths_are_taken_from_the_working_folder(tmp_path: Path) -> None:
+    """Docker mounts absolute paths only: a relative --out or --logs was an error each."""
+    task = tmp_path / "tasks" / "t"
+    (task / "src").mkdir(parents=True)
+    (task / "task.toml").write_text(
+        f'image = "{TASK_IMAGE}"\n' + task_toml({"build": "cat applied.txt"})
+    )
+    (tmp_path / "p.jsonl").write_text(json.dumps({"task": "t", "model": "m", "patch": ADD_FILE}))
+    (tmp_path / "p.diff").write_text(ADD_FILE)
+    for args, logs in [
+        (["--tasks", "tasks", "--predictions", "p.jsonl", "--out", "out"], "out/m/t/logs"),
+        (["--task", "tasks/t", "--patch", "p.diff", "--logs", "logs"], "logs"),
+    ]:
+        argv = ssebench_argv("grade", *args, "--backend", "docker")
+        done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert (tmp_path / logs / "build-0.log").read_text() == "patched on the host\n"
+
+
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
 def test_a_container_never_outlives_its_grade(tmp_path: Path, sig: signal.Signals) -> None:
     task, tmpdir = tmp_path / "task", tmp_path / "tmpdir"
