@@ -17,6 +17,7 @@ from ssebench.testing.servers import (
     free_port,
     port_is_free,
     run_ssebench,
+    serving,
     start_child,
     taken_port,
 )
@@ -114,6 +115,25 @@ def test_server_that_cannot_start_exits_2_with_its_error(tmp_path: Path) -> None
     assert done.returncode == 2
     assert not marker.exists()
     assert f"cannot listen on 127.0.0.1:{port} (--port): Address already in use" in done.stderr
+
+
+@pytest.mark.parametrize("flag", ["--port", "--daemon-port"])
+def test_a_port_another_ssebench_server_holds_never_starts_cmd(tmp_path: Path, flag: str) -> None:
+    """Another task's server at another level answers initialize on that port: `run` used to
+    take it for its own and start CMD, which then talked to the wrong server."""
+    other = make_task(tmp_path / "other", "failing")
+    task = make_task(tmp_path / "task", "bare")
+    marker = tmp_path / "cmd-ran"
+    with serving(tmp_path, other, 0) as held:
+        port = held.port if flag == "--port" else held.daemon_port
+        ports = {"--port": str(free_port()), "--daemon-port": str(free_port()), flag: str(port)}
+        args = ["--task", str(task), "--difficulty", "2", *(x for kv in ports.items() for x in kv)]
+        done = _run(tmp_path, args, ["touch", str(marker)])
+    assert (done.returncode, done.stdout, marker.exists()) == (2, "", False)
+    what = "--port" if flag == "--port" else "--daemon-port, the embedded daemon's port"
+    assert done.stderr.splitlines() == [
+        f"ssebench: error: cannot listen on 127.0.0.1:{port} ({what}): Address already in use"
+    ]
 
 
 def test_wait_that_runs_out(tmp_path: Path) -> None:
