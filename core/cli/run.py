@@ -7,9 +7,10 @@ runs the agent's command with our standard streams and exits with its status.
 The server has its own session, so a Ctrl+C at a terminal reaches the agent and not the server;
 the server's stdout goes to our stderr, so the agent's stdout carries only the agent's output.
 
-Exit statuses: CMD's own (128+N when signal N ended it); 2 when the server cannot start (its
-one-line error is already on stderr) or a port is taken, and CMD never runs; 3 when the server did not answer within
-SSE_MCP_TIMEOUT seconds, also without running CMD; 127 when CMD cannot be found.
+Exit statuses: CMD's own (128+N when signal N ended it); 2 when a port is taken or the server
+cannot start (its one-line error is already on stderr), and CMD never runs; 3 when the server
+did not answer within SSE_MCP_TIMEOUT seconds, also without running CMD; 127 when CMD cannot be
+found.
 
 SIGTERM and SIGINT go on to CMD; when CMD ends, however it ends, the server gets SIGTERM, which
 stops a running call (and its process group) before the server exits. The server gets serve's
