@@ -21,6 +21,8 @@ _PLURAL = {ERROR: "errors"}
 def describe(graded: Graded, predictions: Path) -> str:
     """One line: `MODEL/TASK: resolved`, or where the error is and what it is."""
     item = graded.item
+    if graded.empty and isinstance(item, Prediction):
+        return f"{item.id}: {graded.verdict} (empty patch: not graded)"
     if graded.verdict != ERROR and isinstance(item, Prediction):
         when = " (graded before)" if graded.reused else f" in {graded.seconds:.1f} s"
         again = f" (graded again: {graded.again})" if graded.again else ""

@@ -38,6 +38,7 @@ pytestmark = [
     pytest.mark.skipif(MISSING is not None, reason=f"--backend docker: {MISSING}"),
 ]
 NOT_APPLYING = "--- a/nope.c\n+++ b/nope.c\n@@ -1 +1 @@\n-x\n+y\n"
+ADD_FILE = "--- /dev/null\n+++ b/applied.txt\n@@ -0,0 +1 @@\n+patched on the host\n"
 
 
 @pytest.fixture(scope="module")
@@ -67,12 +68,13 @@ def test_both_backends_agree_on_every_example_verdict(
     local = graded(run_cli, tasks, preds, tmp_path / "local", "local")
     docker = graded(run_cli, tasks, preds, tmp_path / "docker", "docker")
     assert docker == local
-    assert results(tmp_path / "docker") == {
+    assert results(tmp_path / "docker") == {  # an empty patch is not graded in either
         f"{model}/{task}": model == "gold"
         for task in ("c-rle", "py-config")
-        for model in ("gold", "partial", "empty", "bad")
+        for model in ("gold", "partial", "bad")
     }
     assert local["summary"]["errors"] == 0
+    assert local["summary"]["empty_patch_ids"] == ["empty/c-rle", "empty/py-config"]
     bad = local["bad/c-rle"]["result"]
     applied = {"applied": False, "error": "nope.c: No such file or directory"}
     assert bad == {"resolved": False, "patch": applied, "checks": []}
@@ -122,9 +124,6 @@ def test_the_container_is_what_the_grade_promises(run_cli: RunCli, tmp_path: Pat
         "lo\nSeccomp:\t2\n0\nRead-only file system\nno git\npatched on the host\n"
     )
     assert sorted(p.name for p in task.rglob("*")) == ["src", "task.toml"]
-
-
-ADD_FILE = "--- /dev/null\n+++ b/applied.txt\n@@ -0,0 +1 @@\n+patched on the host\n"
 
 
 def test_relative_paths_are_taken_from_the_working_folder(tmp_path: Path) -> None:
@@ -181,7 +180,7 @@ def test_what_cannot_be_graded_in_docker_is_an_error_line_each(
         head = f'image = "{image}"\n' if image else ""
         (tasks / name / "task.toml").write_text(head + task_toml({"build": "true"}))
     preds = tmp_path / "p.jsonl"
-    lines = [json.dumps({"task": name, "patch": ""}) for name in ("gone", "ok", "plain")]
+    lines = [json.dumps({"task": name, "patch": ADD_FILE}) for name in ("gone", "ok", "plain")]
     preds.write_text("\n".join(lines) + "\n")
     out = tmp_path / "out"
     done = run_cli("grade", "--tasks", str(tasks), "--predictions", str(preds), "--out", str(out),

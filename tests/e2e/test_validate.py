@@ -26,6 +26,8 @@ TRIGGERS = (
     "grep -q fixed state.txt || { echo 'ERROR: AddressSanitizer: heap-buffer-overflow'; exit 1; }"
 )
 FIX = "--- a/state.txt\n+++ b/state.txt\n@@ -1 +1 @@\n-bug\n+fixed\n"
+# Graded, unlike an empty patch, and changing nothing a check reads: a file of its own.
+AS_SHIPPED = "--- /dev/null\n+++ b/graded.txt\n@@ -0,0 +1 @@\n+graded\n"
 SOUND = {
     "build": "test -f state.txt",
     "pocs": [TRIGGERS, TRIGGERS],
