@@ -154,6 +154,7 @@ def _docker_grade(setup: Setup, patch: bytes, args: argparse.Namespace) -> dict[
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from ssebench.core.daemons.local import read_patch
+    from ssebench.core.skeleton import unfinished
     from ssebench.core.validation import (
         FIXED,
         SHIPPED,
@@ -166,6 +167,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     fix = read_patch(args.fix)
     logs = logs_folder(args.logs)
     setup = root.confined(setup, args.isolation, copy=True)
+    assert setup.task is not None  # --task is required
     runs: dict[str, list[Outcome]] = {SHIPPED: [], FIXED: []}
     fix_error = None
     for run in range(1, args.runs + 1):
@@ -184,7 +186,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
             if outcome is None:
                 return EXIT_INTERNAL
             runs[side].append(outcome)
-    validation = judge_task(runs[SHIPPED], runs[FIXED], fix_error)
+    commands = {key: table.cases for key, table in setup.task.checks.items()}
+    found = unfinished(commands, setup.task.source, fix)
+    validation = judge_task(runs[SHIPPED], runs[FIXED], fix_error, found=found)
     if args.json:
         print(json.dumps(validation_json(validation), indent=2))
     else:

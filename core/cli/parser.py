@@ -139,6 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
     _grading_flags(grade, where)
     _validate_flags(command("validate", VALIDATE_HELP))
     command("plugins", "list the discovered checks")
+    new = command("new", "write a commented skeleton task for an author to fill in")
+    new.add_argument("dir", type=Path, metavar="DIR", help="the new task's folder")
     daemon = command("daemon", "run the daemon alone")
     _task_flag(daemon, required=True)
     _address_flags(daemon, "daemon", DAEMON_PORT)
