@@ -89,12 +89,16 @@ def case_verdicts(shipped: Sequence[Outcome], fixed: Sequence[Outcome]) -> list[
 
 
 def judge_task(
-    shipped: Sequence[Outcome], fixed: Sequence[Outcome], fix_error: str | None = None
+    shipped: Sequence[Outcome],
+    fixed: Sequence[Outcome],
+    fix_error: str | None = None,
+    notes: Sequence[str] = (),
 ) -> Validation:
-    """The verdict over `shipped` and `fixed`, one Outcome per run on each tree."""
+    """The verdict over `shipped` and `fixed`, one Outcome per run on each tree; `notes` are
+    warnings found before any run (task.toml's own)."""
     rows = case_verdicts(shipped, fixed)
     problems = [f"the fix does not apply: {fix_error}"] if fix_error is not None else []
-    warnings = [
+    warnings = [*notes] + [
         f"the task has no {o.check.name}: nothing shows the bug"
         for o in shipped[0].outcomes
         if o.check.shows_fix and not o.total_cases
