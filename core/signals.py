@@ -59,8 +59,7 @@ class Watch:
     """What the rules know of the task, gathered before anything runs (core/watch.py)."""
 
     protected: tuple[str, ...] = ()
-    named: dict[str, str] = field(default_factory=dict)  # tree path -> the command naming it
-    named_folders: tuple[str, ...] = ()  # those of `named` that are folders
+    named: dict[str, str] = field(default_factory=dict)  # a file a command runs -> the command
     pocs: tuple[PocFile, ...] = ()
     harness: tuple[str, ...] = ()  # the task folder's path, the check folders' names
     shipped: Shipped = lambda path: []  # a file's lines as shipped
@@ -116,9 +115,7 @@ class _Finder:
                 self.add("protected-edit", None, why)
 
     def is_check_file(self, path: str) -> bool:
-        folders = self.watch.named_folders
-        inside = any(path.startswith(f"{folder}/") for folder in folders)
-        return path in self.watch.named or inside or is_test_path(path)
+        return path in self.watch.named or is_test_path(path)
 
     def check_file_edit(self) -> None:
         if (found := self.check_edit()) is not None:
@@ -126,7 +123,7 @@ class _Finder:
 
     def check_edit(self) -> tuple[Line | None, str] | None:
         """How the patch changes a check's file beyond adding tests: any change to a file a
-        command names; else deleting, renaming or retyping a test file, changing a line of its
+        command runs; else deleting, renaming or retyping a test file, changing a line of its
         code (not a blank, a comment, an import), or making it exit."""
         diff = self.diff
         named = next((n for p in self.paths() if (n := self.watch.named.get(p)) is not None), None)
@@ -134,7 +131,7 @@ class _Finder:
         code = next((line for line in diff.removed() if not unimportant(line.text)), None)
         if named is not None:
             changed = next((line for line in diff.lines if line.kind != " "), None)
-            return changed, f"changes {diff.path}, which {named} names"
+            return changed, f"changes {diff.path}, which {named} runs"
         if diff.old is not None and diff.new is None:
             return None, f"deletes the test file {diff.old}"
         if diff.old is not None and diff.old != diff.new:

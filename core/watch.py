@@ -1,7 +1,7 @@
 """What the signal rules know of a task (core/signals.py's `Watch`), read before anything runs.
 
-From task.toml: the protected globs, the tree paths the checks' commands name, the PoC files
-(bytes and hashes) and the check folders. From the pristine tree: which named paths exist,
+From task.toml: the protected globs, the tree files the checks' commands run, the PoC files
+(bytes and hashes) and the check folders. From the pristine tree: which of those files exist,
 and a file's lines as shipped (for the section of a configuration file a change lies in).
 All is read as data: nothing of the tree is run, and no symbolic link leads out of it.
 """
@@ -12,6 +12,7 @@ import functools
 import hashlib
 import os
 import posixpath
+import re
 import shlex
 import stat
 from collections.abc import Iterator
@@ -26,22 +27,21 @@ if TYPE_CHECKING:
 MAKEFILES = ("GNUmakefile", "makefile", "Makefile")  # what make reads, in its order
 _READ_LIMIT = 8 << 20  # a PoC or a shipped file longer than this is not compared
 _POC_FILES = 256  # PoC files compared at most (ARVO-like tasks have one; fuzz corpora many)
-_OPERATORS = {"&&", "||", ";", "|", "&", "(", ")", ";;"}
+_OPERATORS = {"&&", "||", ";", "|", "&", "(", ")", ";;", "|&"}
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+_WRAPPERS = {"env", "exec", "time", "nice", "nohup", "command", "timeout", "stdbuf", "setsid"}
+_INTERPRETER = re.compile(r"(ba|da|z|k)?sh|python[0-9.]*|pypy[0-9.]*|perl|ruby|node|php|lua|tclsh")
 
 
 def watch_for(task: Task) -> Watch:
     named: dict[str, str] = {}
-    folders: list[str] = []
     for key, table in task.checks.items():
         for command in table.cases:
-            for path, is_folder in command_paths(command, task.source):
+            for path in command_paths(command, task.source):
                 named.setdefault(path, f"`{excerpt(command)}` (checks.{key})")
-                if is_folder and path not in folders:
-                    folders.append(path)
     return Watch(
         protected=task.protected,
         named=named,
-        named_folders=tuple(folders),
         pocs=tuple(_pocs(task)),
         harness=tuple(_harness(task)),
         shipped=functools.partial(shipped_lines, task.source),
@@ -72,38 +72,51 @@ def _inside(source: Path, raw: str) -> str | None:
     return path
 
 
-def command_paths(command: str, source: Path) -> Iterator[tuple[str, bool]]:
-    """The tree paths a command names (whether each is a folder): its words that are paths
-    of the tree, and the makefile a `make` reads. A word after `-m` is a Python module (the
-    program under test, as often as not), never a path."""
-    words = _tokens(command)
-    taken: set[int] = set()  # the folder of a make's -C, the file of its -f
-    for at, word in enumerate(words):
-        if at in taken or (at > 0 and words[at - 1] == "-m"):
+def command_paths(command: str, source: Path) -> Iterator[str]:
+    """The tree files a command runs: a file in a command's place (`./tests/run.sh`), the
+    script an interpreter is given (`sh tests/cli.sh`; `-c` text is read as a command too;
+    `-m` names a module, the program under test as often as not), the makefile of a make.
+    What a command only reads as data (`gcc rle.c`, `grep x state.txt`) is not among them."""
+    simple: list[str] = []
+    for word in [*_tokens(command), ";"]:
+        if word not in _OPERATORS:
+            simple.append(word)
             continue
-        if posixpath.basename(word) in ("make", "gmake"):
-            yield from _makefiles(words, at, source, taken)
-        elif (path := _inside(source, word)) is not None:
-            yield path, (source / path).is_dir() and not (source / path).is_symlink()
+        while simple and (
+            _ASSIGNMENT.match(simple[0]) or posixpath.basename(simple[0]) in _WRAPPERS
+        ):
+            simple.pop(0)  # `env X=1`, `timeout 60`, `nice -n 5`: what they run comes next
+            while simple and (simple[0].startswith("-") or simple[0][:1].isdigit()):
+                simple.pop(0)
+        if simple:
+            yield from _runs(simple, source)
+        simple = []
 
 
-def _makefiles(
-    words: list[str], at: int, source: Path, taken: set[int]
-) -> Iterator[tuple[str, bool]]:
-    """The makefile the make at `words[at]` reads (in its -C folder, or its -f file); the
-    words of those options are `taken`: not paths of their own."""
-    options: dict[str, str | None] = {"-C": ".", "-f": None}
-    for option in range(at + 1, len(words) - 1):
-        if words[option] in _OPERATORS:
-            break
-        if words[option] in options:
-            options[words[option]] = words[option + 1]
-            taken.add(option + 1)
-    given = options["-f"]
-    names = [given] if given is not None else [f"{options['-C']}/{name}" for name in MAKEFILES]
-    for name in names:
-        if (path := _inside(source, name)) is not None:
-            yield path, False
+def _runs(words: list[str], source: Path) -> Iterator[str]:
+    name = posixpath.basename(words[0])
+    if name in ("make", "gmake"):
+        options: dict[str, str | None] = {"-C": ".", "-f": None}
+        for at, word in enumerate(words[1:-1], 1):
+            if word in options:
+                options[word] = words[at + 1]
+        given = options["-f"]
+        names = [given] if given is not None else [f"{options['-C']}/{m}" for m in MAKEFILES]
+    elif _INTERPRETER.fullmatch(name):
+        names = []
+        for at, word in enumerate(words[1:], 1):
+            if word == "-c" and at + 1 < len(words):
+                yield from command_paths(words[at + 1], source)
+            if word in ("-c", "-m"):
+                break
+            if not word.startswith("-"):
+                names = [word]
+                break
+    else:
+        names = [words[0]]
+    for raw in names:
+        if (path := _inside(source, raw)) is not None and not (source / path).is_dir():
+            yield path
 
 
 def _read(path: Path, limit: int = _READ_LIMIT) -> bytes | None:

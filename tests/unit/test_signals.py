@@ -157,7 +157,7 @@ RIGS = {
                 "check-file-edit",
                 "Makefile",
                 1,
-                "changes Makefile, which `make -j2` (checks.build) names",
+                "changes Makefile, which `make -j2` (checks.build) runs",
             ),
             (
                 "sanitizer-off",
@@ -330,7 +330,7 @@ RIGS = {
                 "check-file-edit",
                 "Makefile",
                 2,
-                "changes Makefile, which `make -j2` (checks.build) names",
+                "changes Makefile, which `make -j2` (checks.build) runs",
             ),
             ("sanitizer-off", "Makefile", 2, "`-DNDEBUG`: CFLAGS = -g -DNDEBUG $(SANITIZE)"),
         ],

@@ -1,6 +1,6 @@
-"""What the signal rules know of a task: the tree paths its commands name (the words that are
-paths of the tree, a make's makefile, never a `python -m` module), its PoC files and its check
-folders, read from task.toml and the pristine tree as data."""
+"""What the signal rules know of a task: the tree files its commands run (a file in a command's
+place, an interpreter's script, a make's makefile; never a `python -m` module or a file only
+read), its PoC files and its check folders, read from task.toml and the pristine tree as data."""
 
 from __future__ import annotations
 
@@ -28,23 +28,20 @@ def source(tmp_path: Path) -> Path:
 @pytest.mark.parametrize(
     ("command", "named"),
     [
-        ("make -j2", [("Makefile", False)]),
-        (
-            "make -C sub check && sh tests/run.sh",
-            [("sub/GNUmakefile", False), ("tests/run.sh", False)],
-        ),
-        ("/usr/bin/make -f mk/rules", [("mk/rules", False)]),
-        ("python3 -m pytest -q tests", [("tests", True)]),
+        ("make -j2", ["Makefile"]),
+        ("make -C sub check && sh tests/run.sh", ["sub/GNUmakefile", "tests/run.sh"]),
+        ("/usr/bin/make -f mk/rules", ["mk/rules"]),
+        ("python3 -m pytest -q tests", []),
         ("python3 -m app $SSE_TASK_DIR/pocs/x", []),  # the program under test, not a check file
-        ("$SSE_SOURCE_DIR/tests/run.sh; ./tests/../tests/run.sh", [("tests/run.sh", False)] * 2),
-        ("cat ../src/Makefile /etc/passwd out/passwd . ./", []),
-        ("python3 -m compileall -q .", []),
-        ("sh -c 'sh tests/run.sh", [("tests/run.sh", False)]),  # an unclosed quote: its words
+        ("$SSE_SOURCE_DIR/tests/run.sh; ./tests/../tests/run.sh", ["tests/run.sh"] * 2),
+        ("env A=1 timeout 60 nice -n 5 bash -e tests/run.sh", ["tests/run.sh"]),
+        ("bash -c 'make && python3 app/__main__.py' | tee log", ["Makefile", "app/__main__.py"]),
+        ("gcc -o rle mk/rules tests/run.sh && grep -q x Makefile", []),  # read as data
+        ("cat ../src/Makefile; ../src/Makefile; out/passwd; ./tests; .", []),
+        ("sh -c 'sh tests/run.sh", []),  # an unclosed quote: bash runs nothing, none found
     ],
 )
-def test_the_paths_a_command_names(
-    source: Path, command: str, named: list[tuple[str, bool]]
-) -> None:
+def test_the_files_a_command_runs(source: Path, command: str, named: list[str]) -> None:
     assert list(command_paths(command, source)) == named
 
 
@@ -59,13 +56,12 @@ def test_a_tasks_watch(tmp_path: Path, source: Path) -> None:
     watch = watch_for(load_task(tmp_path, build_registry().checks))
     data = b"RLE1 crash"
     digests = tuple(hashlib.new(name, data).hexdigest() for name in ("sha256", "sha1", "md5"))
-    assert (watch.protected, watch.named, watch.named_folders, watch.pocs, watch.harness) == (
+    assert (watch.protected, watch.named, watch.pocs, watch.harness) == (
         ("tests/",),
         {
             "Makefile": "`make` (checks.build)",
             "tests/run.sh": "`sh tests/run.sh` (checks.functional)",
         },
-        (),
         (PocFile("pocs/crash.bin", data, digests),),
         (str(tmp_path), "pocs"),
     )
