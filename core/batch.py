@@ -59,6 +59,15 @@ class Graded:
     reused: bool = False  # graded by an earlier run, with the same patch, task and ssebench
     again: str | None = None  # why an earlier run's verdict was not reused
     seconds: float = 0.0
+    flagged: tuple[str, ...] = ()  # the kinds of the verdict's signals, each once
+
+
+def _flagged(result: dict[str, Any] | SavedGrade) -> tuple[str, ...]:
+    """The kinds of a verdict's signals (a reviewer should look at it), each once, in order."""
+    extra = result if isinstance(result, dict) else (result.model_extra or {})
+    found = extra.get("signals")
+    kinds = [s.get("kind") for s in found if isinstance(s, dict)] if isinstance(found, list) else []
+    return tuple(dict.fromkeys(str(kind) for kind in kinds))
 
 
 def _verdict(result: dict[str, Any] | SavedGrade) -> str:
@@ -138,7 +147,7 @@ async def grade_one(
     if code in (0, 1) and isinstance(result, dict) and isinstance(result.get("resolved"), bool):
         saved = {**result, GRADED_WITH: None if graded_with is None else dump(graded_with)}
         write_json(folder / RESULT, saved)
-        return Graded(prediction, _verdict(result), seconds=seconds)
+        return Graded(prediction, _verdict(result), seconds=seconds, flagged=_flagged(result))
     if code is None:
         error = TIMED_OUT.format(timeout)
     elif code in (0, 1):
@@ -170,7 +179,7 @@ def _earlier(item: Prediction, out: Path, graded_with: GradedWith) -> Graded | s
         return f"it was graded {recorded.grader or 'otherwise'}"
     if recorded.ssebench != graded_with.ssebench:
         return f"ssebench {recorded.ssebench} graded it"
-    return Graded(item, _verdict(saved), reused=True)
+    return Graded(item, _verdict(saved), reused=True, flagged=_flagged(saved))
 
 
 class _Records:
