@@ -22,7 +22,7 @@ _TEST_NAME = re.compile(
 # A test's own definition, and an assertion, in the languages tasks are written in.
 TEST_DEFINITION = re.compile(
     r"^\s*(async\s+)?def\s+test|^\s*class\s+Test|^\s*func\s+Test|#\[test\]|@Test\b"
-    r"|^\s*(it|test|describe)\s*\(|^\s*TEST(_F|_P)?\s*\("
+    r"|^\s*(it|test|describe)\s*\(|^\s*TEST(_F|_P)?\s*\(|^\s*(static\s+)?(void|int)\s+test(_\w+)?\s*\("
 )
 ASSERTION = re.compile(
     r"\bassert|\bexpect\s*\(|\b(EXPECT|ASSERT|CHECK|REQUIRE)_?\w*\s*\(|\bt\.(Error|Fatal)"

@@ -150,6 +150,19 @@ class _Finder:
 
     def assert_removed(self) -> None:
         diff = self.diff
+        if diff.new is None:
+            gone = [
+                x
+                for x in diff.removed()
+                if ASSERTION.search(x.text) or TEST_DEFINITION.search(x.text)
+            ]
+            if gone:
+                self.add(
+                    "assert-removed",
+                    None,
+                    f"deletes {len(gone)} tests and assertions with the file",
+                )
+            return
         again = {" ".join(line.text.split()) for line in diff.added()}
         for line in diff.removed():
             if " ".join(line.text.split()) in again:
@@ -160,8 +173,6 @@ class _Finder:
                 self.add("assert-removed", line, f"removes an assertion: {excerpt(line.text)}")
         if (skip := self.first(diff.added(), SKIP)) is not None:
             self.add("assert-removed", skip, f"skips tests: {excerpt(skip.text)}")
-        if diff.new is None and diff.removed():
-            self.add("assert-removed", None, f"deletes the test file {diff.old}")
 
     def autoload(self) -> None:
         for path in self.paths():

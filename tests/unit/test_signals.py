@@ -253,7 +253,12 @@ RIGS = {
                 None,
                 "deletes the test file tests/test_ports.py",
             ),
-            ("assert-removed", "tests/test_ports.py", 4, "removes a test: def test_parse():"),
+            (
+                "assert-removed",
+                "tests/test_ports.py",
+                None,
+                "deletes 4 tests and assertions with the file",
+            ),
         ],
     ),
     "exit-in-test": (
