@@ -19,7 +19,8 @@ def task_warnings(task: Task, reverted: Sequence[str] = ()) -> list[str]:
     """task.toml's warnings, and (`reverted`: what the grades put back of the fix) whether
     the fix changes protected paths: grading would undo that part of it."""
     warnings = [
-        f"protected: {glob} matches nothing in the source tree"
+        f"protected: {glob} matches nothing in the source tree (a typo? as it is, it only "
+        "keeps a patch from adding such a path)"
         for glob in unmatched_globs(task.source, task.protected)
     ]
     warnings += _unreadable_links(task)
@@ -40,7 +41,8 @@ def _links(root: Path) -> Iterator[Path]:
         yield root
         return
     for here, folders, names in os.walk(root):
-        for name in [*folders, *names]:
+        folders.sort()
+        for name in sorted([*folders, *names]):
             if os.path.islink(os.path.join(here, name)):
                 yield Path(here, name)
 
@@ -63,16 +65,19 @@ def _entry(task: Task, target: str) -> str:
 def _unreadable_links(task: Task) -> Iterator[str]:
     """One warning per entry that would fix them, naming the first link it fixes."""
     granted = _granted(task)
-    readable = [
+    own = [os.path.realpath(path) for path in (*granted, task.source)]
+    # The task folder is hidden from cases whatever folder holds it: only its grants are read.
+    readable = own + [
         os.path.realpath(path)
-        for path in (*SYSTEM, *map(str, (*task.readable, *granted, task.source)))
+        for path in (*SYSTEM, *map(str, task.readable))
         if os.path.lexists(path)
     ]
     found: dict[str, tuple[Path, str, int]] = {}
     for root in granted:
         for link in _links(root):
             target = os.path.realpath(link)
-            if not os.path.exists(target) or _under(target, readable):
+            hidden = _under(target, [str(task.directory)])
+            if not os.path.exists(target) or _under(target, own if hidden else readable):
                 continue
             fix = _entry(task, target)
             first, where, count = found.get(fix, (link, target, 0))
