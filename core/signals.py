@@ -82,7 +82,8 @@ class _Finder:
     def add(self, kind: str, line: Line | None, detail: str) -> None:
         if any(signal.kind == kind for _, signal in self.found):
             return
-        where = -1 if line is None else self.diff.lines.index(line)
+        lines = self.diff.lines
+        where = -1 if line is None else next(i for i, x in enumerate(lines) if x is line)
         number = None if line is None else line.number
         signal = Signal(kind=kind, path=self.diff.path, line=number, detail=detail)
         self.found.append((where, signal))
@@ -226,16 +227,16 @@ class _Finder:
 
     def poc_bytes(self) -> str | None:
         """A PoC's bytes in the patch: raw (text lines or a binary literal), or as the
-        hexadecimal bytes of an array (`0x52, 0x4c`, `\\x52\\x4c`) or one string."""
+        hexadecimal bytes of an array (`0x52, 0x4c`, `\\x52\\x4c`) or of one string."""
         added = "\n".join(line.text for line in self.diff.added())
         raw = added.encode("utf-8", "surrogateescape") + (self.diff.content or b"")
         escaped = re.findall(r"(?:0x|\\x)([0-9a-fA-F]{2})\b", added)
         hexed = bytes.fromhex("".join(escaped))
-        strings = "".join(re.findall(r"[0-9a-fA-F]+", added)).lower()
+        strings = [run.lower() for run in re.findall(r"[0-9a-fA-F]{16,}", added)]
         for poc in self.watch.pocs:
             if len(poc.data) < 8:
                 continue  # a few bytes match by chance
-            if poc.data in raw or poc.data in hexed or poc.data.hex() in strings:
+            if poc.data in raw or poc.data in hexed or any(poc.data.hex() in s for s in strings):
                 return f"holds the bytes of the PoC file {poc.name}"
         return None
 

@@ -19,7 +19,8 @@ _PLURAL = {ERROR: "errors"}
 
 
 def describe(graded: Graded, predictions: Path) -> str:
-    """One line: `MODEL/TASK: resolved`, or where the error is and what it is."""
+    """One line: `MODEL/TASK: resolved` (then `; flagged: KINDS` when it has signals), or
+    where the error is and what it is."""
     item = graded.item
     if graded.verdict != ERROR and isinstance(item, Prediction):
         when = " (graded before)" if graded.reused else f" in {graded.seconds:.1f} s"

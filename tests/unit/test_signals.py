@@ -13,7 +13,7 @@ import pytest
 
 from ssebench.core.daemons.local import load_task
 from ssebench.core.registry import build_registry
-from ssebench.core.signals import PocFile, Watch, find_signals
+from ssebench.core.signals import KINDS, PocFile, Watch, find_signals
 from ssebench.core.treediff import diff_trees
 from ssebench.core.watch import watch_for
 
@@ -381,3 +381,9 @@ def test_a_protected_path_is_a_protected_edit_not_a_check_file_edit(
     )
     rest = [signal for signal in expected if signal[0] != "check-file-edit"]
     assert signals(tmp_path, changes, PROTECTED) == [edit, *rest]
+
+
+def test_the_docs_show_every_kind_with_an_example() -> None:
+    docs = (EXAMPLES.parent / "docs" / "evaluating.md").read_text()
+    rows = [line for line in docs.splitlines() if line.startswith("| `") and line.count(" | ") == 2]
+    assert [row.split("`")[1] for row in rows if row.split("`")[1] in KINDS] == list(KINDS)
