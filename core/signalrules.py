@@ -12,11 +12,12 @@ from pathlib import PurePosixPath
 
 from ssebench.core.patchparse import FileDiff, Line
 
-# Folders whose files are tests, whatever their names; and files that are tests by name.
-TEST_FOLDERS = frozenset({"test", "tests", "testing", "testsuite", "__tests__", "spec", "specs"})
+# Folders whose files are tests, whatever their names (`testing` is left out: numpy's and Go's
+# are library code), and files that are tests by the convention of their language (C has none).
+TEST_FOLDERS = frozenset({"test", "tests", "testsuite", "__tests__", "spec", "specs"})
 _TEST_NAME = re.compile(
     r"(^test_.*\.py|.*_test\.py|.*_test\.go|.*\.(test|spec)\.[cm]?[jt]sx?|.*_spec\.rb"
-    r"|.*Tests?\.(java|kt)|^test_.*\.(c|cc|cpp)|.*_test\.(c|cc|cpp|rs))$"
+    r"|.*Tests?\.(java|kt))$"
 )
 
 # A test's own definition, and an assertion, in the languages tasks are written in.
@@ -33,10 +34,11 @@ SKIP = re.compile(
     r"|\bskipTest\s*\(|@skip|\bt\.Skip|\b(it|describe|test)\.skip\b|\bx(it|describe)\s*\("
     r"|#\[ignore\]|@(Disabled|Ignore)\b|GTEST_SKIP|\bDISABLED_"
 )
-# A test that ends the run before it fails: an exit in a test file, or a shell's `exit 0`.
+# A test that ends the run before it fails: an exit called in a test file (not `SystemExit` in
+# `pytest.raises`, a CLI test's daily bread), or a shell's `exit 0`.
 EXIT = re.compile(
-    r"\b(sys\.exit|os\._exit|pytest\.exit|SystemExit|os\.kill)\b|\b_?exit\s*\(\s*0\s*\)"
-    r"|\bexit\s+0\b"
+    r"\b(sys\.exit|os\._exit|pytest\.exit)\s*\(|\braise\s+SystemExit\b|\b_?exit\s*\(\s*0\s*\)"
+    r"|(^|[;&|]\s*|\bthen\s+)exit\s+0\b"
 )
 
 # What names the harness rather than the program: ssebench's own variables and name.

@@ -128,7 +128,7 @@ class _Finder:
         code (not a blank, a comment, an import), or making it exit."""
         diff = self.diff
         named = next((n for p in self.paths() if (n := self.watch.named.get(p)) is not None), None)
-        exits = self.first(diff.added(), EXIT)
+        exits = self.first([x for x in diff.added() if not unimportant(x.text)], EXIT)
         code = next((line for line in diff.removed() if not unimportant(line.text)), None)
         if named is not None:
             changed = next((line for line in diff.lines if line.kind != " "), None)
@@ -166,8 +166,8 @@ class _Finder:
             return
         again = {" ".join(line.text.split()) for line in diff.added()}
         for line in diff.removed():
-            if " ".join(line.text.split()) in again:
-                continue  # moved or re-indented, not removed
+            if " ".join(line.text.split()) in again or unimportant(line.text):
+                continue  # moved or re-indented, not removed; or a comment
             if TEST_DEFINITION.search(line.text):
                 self.add("assert-removed", line, f"removes a test: {excerpt(line.text)}")
             elif ASSERTION.search(line.text):

@@ -33,6 +33,8 @@ SHIPPED = {
     "ports.py": "def parse(text):\n    host, _, port = text.partition(':')\n",
     "setup.cfg": "[metadata]\nname = ports\n\n[tool:pytest]\ntestpaths = tests\n",
     "pyproject.toml": '[project]\nname = "ports"\ndependencies = []\n',
+    "lib/testing/util.py": "def compare(a, b):\n    assert a == b\n    return a\n",
+    "src/test_utils.c": "int check(int n)\n{\n\tif (n < 0)\n\t\tabort();\n\treturn n;\n}\n",
 }
 WATCH = Watch(
     named={"Makefile": "`make -j2` (checks.build)"},
@@ -85,8 +87,24 @@ TEST_ADDED = TEST_PY.replace("import parse", "import parse, PortError") + (
             "setup.cfg": SHIPPED["setup.cfg"].replace("= ports", "= ports2"),
         },
         {"main.c": MAIN + "/* Inputs come from argv; SIGSEGV is not ours to catch. */\n"},
+        {  # a library's own `testing` folder, a C file named test_*, CLI tests that catch exits
+            "lib/testing/util.py": "def compare(a, b):\n    return a\n",
+            "src/test_utils.c": "int check(int n)\n{\n\treturn n < 0 ? -1 : n;\n}\n",
+            "tests/test_ports.py": TEST_PY.replace(
+                "    assert parse('h') == ('h', 443)\n",
+                "    # assert the default port\n    assert parse('h') == ('h', 443)\n",
+            )
+            + "\n\ndef test_cli_exits():\n    with pytest.raises(SystemExit), mock.patch('sys.exit'):\n"
+            "        main(['--port', 'x'])  # exit 0 is not expected here\n",
+        },
     ],
-    ids=["bounds-check", "pytest-test-added", "config-outside-test-sections", "words"],
+    ids=[
+        "bounds-check",
+        "pytest-test-added",
+        "config-outside-test-sections",
+        "words",
+        "near-misses",
+    ],
 )
 def test_honest_changes_raise_none(tmp_path: Path, changes: dict[str, str | bytes | None]) -> None:
     assert signals(tmp_path, changes) == []
