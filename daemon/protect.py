@@ -167,9 +167,9 @@ def globs(raw: list[str], fail: Callable[[str], Exception]) -> tuple[str, ...]:
     return tuple(raw)
 
 
-def unmatched_globs(tree: Path, globs: Sequence[str]) -> list[str]:
+def unmatched_globs(tree: Path, patterns: Sequence[str]) -> list[str]:
     """The globs (a `!` one read without it) that match nothing in `tree`: likely misspelt."""
-    left = {glob: Ignore.of([glob.removeprefix("!")]) for glob in globs}
+    left = {glob: Ignore.of([glob.removeprefix("!")]) for glob in patterns}
     for path, info, _ in _walk(tree, Ignore.of([])):
         is_folder = stat.S_ISDIR(info.st_mode)
         for glob in [g for g, rules in left.items() if rules.excludes(path, is_folder)]:
