@@ -56,7 +56,7 @@ class Graded:
     reused: bool = False  # graded by an earlier run, with the same patch, task and ssebench
     again: str | None = None  # why an earlier run's verdict was not reused
     seconds: float = 0.0
-    flagged: bool = False  # its result.json lists signals
+    flagged: tuple[str, ...] = ()  # the kinds of the verdict's signals, each once
 
     @property
     def empty(self) -> bool:
@@ -64,10 +64,13 @@ class Graded:
 
 
 def _judged(item: Prediction, result: dict[str, Any], **more: Any) -> Graded:
-    """A grade's verdict from its JSON, as printed or saved: resolved or not, and flagged when
-    it lists signals (read tolerantly: a grade without the key has none)."""
+    """A grade's verdict from its JSON, as printed or saved: resolved or not, and flagged with
+    the kinds of its signals, each once, in order (read tolerantly: a grade without the key has
+    none)."""
     signals = result.get("signals")
-    flagged = isinstance(signals, list) and bool(signals)
+    listed = signals if isinstance(signals, list) else []
+    kinds = [signal.get("kind") for signal in listed if isinstance(signal, dict)]
+    flagged = tuple(dict.fromkeys(str(kind) for kind in kinds))
     return Graded(item, RESOLVED if result["resolved"] else UNRESOLVED, flagged=flagged, **more)
 
 

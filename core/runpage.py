@@ -89,7 +89,7 @@ def _models(summary: dict[str, Any], graded: Sequence[Graded]) -> str:
         _row(
             [f"<th>{_e(model)}</th>", f'<td class="number">{counts["resolved_rate"]:.1%}</td>']
             + [f'<td class="number">{counts[key]}</td>' for key in COUNTS]
-            + [f'<td class="number">{sum(g.flagged for g in graded if g.item.model == model)}</td>']
+            + [f'<td class="number">{_flagged(graded, model)}</td>']
         )
         for model, counts in summary["models"].items()
     ]
@@ -137,3 +137,7 @@ def render_page(
         parts += ["<h2>Errors</h2>", _table("errors", ("line", "model", "task", "error"), rows)]
     parts.append("</body>\n</html>\n")
     return "\n".join(parts)
+
+
+def _flagged(graded: Sequence[Graded], model: str) -> int:
+    return sum(bool(g.flagged) for g in graded if g.item.model == model)

@@ -64,11 +64,34 @@ class Grade(Shape):
     checks: list[CheckVerdict] = Field(description=CHECKS)
 
 
+class Protected(Shape):
+    reverted: list[str] = Field(
+        description="the paths put back as shipped before any check ran (changed files "
+        "restored, deleted ones brought back, added ones removed), sorted; `[]` when none"
+    )
+
+
+class Signal(Shape):
+    kind: str = Field(description="what was found: one of the kinds below")
+    path: str = Field(description="the file of the patch it is in")
+    line: int | None = Field(
+        description="its line in the patched file (in the file as shipped, for a line the "
+        "patch removes), or `null` when it is about the whole file"
+    )
+    detail: str = Field(description="what it is, in one line")
+
+
 class PatchGrade(Shape):
-    """`ssebench grade --task --patch`: whether the patch applied, then the checks."""
+    """`ssebench grade --task --patch`: whether the patch applied, what the grade put back,
+    what a reviewer should look at, then the checks."""
 
     resolved: bool = Field(description=RESOLVED)
     patch: Applied = Field(description="whether the patch applied")
+    protected: Protected = Field(description="task.toml's `protected` paths the patch changed")
+    signals: list[Signal] = Field(
+        description="findings for a reviewer, read from the patch, in its order; they never "
+        "change `resolved`"
+    )
     checks: list[CheckVerdict] = Field(description=CHECKS)
 
 
@@ -130,7 +153,8 @@ class Validation(Shape):
     )
     warnings: list[str] = Field(
         description="worth a look, not unsound: intent tests that pass as shipped, a task "
-        "without PoCs"
+        "without PoCs, a `protected` glob that matches nothing, a fix that changes a protected "
+        "path, a granted link no case can follow"
     )
     cases: list[CaseVerdicts] = Field(description="every case of every check")
 

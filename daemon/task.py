@@ -38,6 +38,7 @@ class Task:
     readable: tuple[Path, ...] = ()  # system paths beyond the usual ones a toolchain needs
     limits: Limits = field(default_factory=Limits)
     image: str | None = None  # the task's environment under `grade --backend docker`
+    protected: tuple[str, ...] = ()  # tree paths (gitignore globs) a grade puts back as shipped
 
     @property
     def directory(self) -> Path:
@@ -99,6 +100,7 @@ def load_task(task: Path, checks: tuple[Check, ...] | list[Check]) -> Task:
         found.readable,
         found.limits.limits(),
         found.image,
+        found.protected,
     )
     check_references(loaded, _fail(path))
     return loaded

@@ -28,6 +28,7 @@ from pydantic import (
 from ssebench.core.check import Check
 from ssebench.core.errors import plain_error
 from ssebench.daemon.credentials import Limits
+from ssebench.daemon.protect import globs
 from ssebench.daemon.taskpaths import readable_paths, resolve, task_files
 from ssebench.daemon.tomlrules import (
     Context,
@@ -278,6 +279,10 @@ class TaskFile(Table):
     readable: Annotated[
         tuple[Path, ...], then(Paths, "must be a list of absolute paths", _readable)
     ] = Field((), description="system paths outside the usual ones a toolchain needs")
+    protected: Annotated[
+        tuple[str, ...],
+        then(Paths, "must be a list of paths of the source tree", lambda r, _: globs(r, fail)),
+    ] = Field((), description="tree paths a graded patch cannot change (gitignore-style globs)")
     limits: Annotated[
         LimitsTable,
         table(

@@ -13,17 +13,20 @@ from ssebench.daemon.credentials import case_user, log_owner
 from ssebench.daemon.guard import make_folder, remove_folder
 from ssebench.daemon.isolation import (
     NONE,
+    SYSTEM,
     IsolationError,
     Mechanism,
     available,
     choose,
     protect_self,
 )
+from ssebench.daemon.protect import unmatched_globs
 from ssebench.daemon.scratch import copy_tree, patched_copy, read_patch
 from ssebench.daemon.task import Task, load_task
 
 __all__ = [
     "NONE",
+    "SYSTEM",
     "Mechanism",
     "Task",
     "available",
@@ -36,6 +39,7 @@ __all__ = [
     "patched_copy",
     "read_patch",
     "remove_folder",
+    "unmatched_globs",
 ]
 
 

@@ -27,6 +27,7 @@ from ssebench.testing import task_toml
 from ssebench.testing.images import TASK_IMAGE, containers_with, docker_missing, with_image
 from ssebench.testing.servers import ssebench_argv, start_child
 
+from .rigtasks import C_RIGS, patch_of
 from .runs import RunCli, graded, untimed
 from .test_batch import results
 from .test_grade_patch import BUILD_OUTPUTS, EXAMPLES
@@ -61,6 +62,24 @@ def predictions(tasks: Path, path: Path) -> Path:
     return path
 
 
+def test_a_rig_is_put_back_and_flagged_in_the_image_as_here(
+    run_cli: RunCli, tasks: Path, tmp_path: Path
+) -> None:
+    """The image grades the copy put back on the host: the same verdict, reverted and signals."""
+    rig = C_RIGS["sanitizer off in the Makefile"]
+    patch = patch_of(tasks / "c-rle", rig, tmp_path / "rig.diff")
+    found = {}
+    for backend in ("local", "docker"):
+        args = ["--task", str(tasks / "c-rle"), "--patch", str(patch), "--backend", backend]
+        done = run_cli("grade", *args, "--quiet", timeout=600)
+        found[backend] = untimed(json.loads(done.stdout))
+    assert found["docker"] == found["local"]
+    signals = [signal["kind"] for signal in found["local"]["signals"]]
+    assert (found["local"]["resolved"], found["local"]["protected"], signals) == (
+        False, {"reverted": ["Makefile"]}, ["protected-edit", "sanitizer-off"],
+    )  # fmt: skip
+
+
 def test_both_backends_agree_on_every_example_verdict(
     run_cli: RunCli, tasks: Path, tmp_path: Path
 ) -> None:
@@ -77,7 +96,8 @@ def test_both_backends_agree_on_every_example_verdict(
     assert local["summary"]["empty_patch_ids"] == ["empty/c-rle", "empty/py-config"]
     bad = local["bad/c-rle"]["result"]
     applied = {"applied": False, "error": "nope.c: No such file or directory"}
-    assert bad == {"resolved": False, "patch": applied, "checks": []}
+    assert bad == {"resolved": False, "patch": applied, "protected": {"reverted": []},
+                   "signals": [], "checks": []}  # fmt: skip
     partial = local["partial/py-config"]["result"]["checks"][1]
     assert (partial["status"], [c["passed"] for c in partial["cases"]]) == ("failed", [True, False])
     grade_log = (tmp_path / "docker" / "gold" / "c-rle" / "grade.log").read_text()

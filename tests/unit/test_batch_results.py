@@ -139,7 +139,7 @@ def test_an_empty_patch_is_unresolved_ungraded_and_signals_flag_a_verdict(
         (tasks / task).mkdir(parents=True)
     items = [prediction(0, "a", ""), prediction(1, "b", "flagged"), prediction(2, "c", "resolved")]
     graded = asyncio.run(grade_all(items, tasks, out, command=stand_in))
-    assert [(g.verdict, g.empty, g.flagged) for g in graded] == [
+    assert [(g.verdict, g.empty, bool(g.flagged)) for g in graded] == [
         (UNRESOLVED, True, False),  # never graded: nothing written for it
         (RESOLVED, False, True),
         (RESOLVED, False, False),  # no `signals` key: not flagged
