@@ -150,7 +150,7 @@ def test_an_empty_patch_is_unresolved_ungraded_and_signals_flag_a_verdict(
     ]  # fmt: skip
     # A rerun reads the flag from the saved verdict.
     again = asyncio.run(grade_all(items, tasks, out, command=stand_in))
-    assert [(g.verdict, g.reused, g.flagged) for g in again] == [
+    assert [(g.verdict, g.reused, bool(g.flagged)) for g in again] == [
         (UNRESOLVED, False, False), (RESOLVED, True, True), (RESOLVED, True, False),
     ]  # fmt: skip
 
