@@ -18,6 +18,9 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 CALL_TIMEOUT = 3600.0  # seconds a benchmark's test_patch call may take (a 1 GiB log does)
+# The tree as shipped, graded: a patch that adds a file no check reads. (An empty patch is not
+# graded at all, as SWE-bench counts it; the grading benchmarks measured it graded.)
+AS_SHIPPED = "--- /dev/null\n+++ b/graded.txt\n@@ -0,0 +1 @@\n+graded\n"
 
 
 def parser(doc: str | None) -> argparse.ArgumentParser:

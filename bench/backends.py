@@ -4,8 +4,8 @@ Per prediction: `ssebench grade --task --patch` of the C example's fix, in its i
 (ssebench-task:bookworm) and on this machine, in alternating pairs after one warm-up of each;
 what the container adds is the difference of the medians (target: at most 1 s). The first
 grade of all, with an empty cache (the copy of ssebench made, the image asked for its Python),
-is timed once apart. Throughput: the same predictions (the C example's fix, partial fix and an
-empty patch, in turn) graded by `grade --tasks -j 2`, both backends, from an empty output
+is timed once apart. Throughput: the same predictions (the C example's fix, partial fix and the
+tree as shipped, in turn) graded by `grade --tasks -j 2`, both backends, from an empty output
 folder each round, every verdict compared. Slurm: those predictions through
 scripts/slurm-grade.sh on a one-node cluster of this machine (2 shards, -j 1 each, the merge
 after) against `grade --tasks -j 2`, wall time from the command's start to its summary.
@@ -22,7 +22,17 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from _common import alternate, machine, median, parser, run, scratch, table, verdict
+from _common import (
+    AS_SHIPPED,
+    alternate,
+    machine,
+    median,
+    parser,
+    run,
+    scratch,
+    table,
+    verdict,
+)
 
 from ssebench.core.cli.run import SSEBENCH
 from ssebench.testing.images import docker_missing, with_image
@@ -44,7 +54,7 @@ def make_tasks(root: Path) -> Path:
 
 def write_predictions(tasks: Path, count: int, path: Path) -> None:
     patches = [(tasks / "c-rle" / name).read_text() for name in ("fix.patch", "partial.patch")]
-    patches.append("")
+    patches.append(AS_SHIPPED)
     rows = [{"task": "c-rle", "patch": patches[i % 3], "model": f"m{i}"} for i in range(count)]
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
 

@@ -1,7 +1,7 @@
 """Grading a benchmark run: predictions per minute, and the scratch copy of a source tree.
 
 Throughput: the same predictions (the two example tasks, the C one with AddressSanitizer; the
-reference fix, the partial fix, an empty patch) graded three ways in the same run: by a shell
+reference fix, the partial fix, the tree as shipped) graded three ways in the same run: by a shell
 loop running `ssebench grade --task --patch` one after another (the baseline), and by
 `ssebench grade --tasks --predictions --out` with -j 1 and with -j 2. Each run starts from an
 empty output folder; rounds rotate which way goes first. All three must agree on every verdict.
@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from _common import machine, median, parser, run, scratch, table, verdict
+from _common import AS_SHIPPED, machine, median, parser, run, scratch, table, verdict
 
 from ssebench.core.cli.run import SSEBENCH
 from ssebench.daemon.scratch import copy_tree
@@ -45,7 +45,7 @@ def write_predictions(tasks: Path, count: int, path: Path) -> list[dict[str, str
         ("c-rle", (tasks / "c-rle" / "fix.patch").read_text()),
         ("py-config", (tasks / "py-config" / "fix.patch").read_text()),
         ("c-rle", (tasks / "c-rle" / "partial.patch").read_text()),
-        ("py-config", ""),
+        ("py-config", AS_SHIPPED),
     ]
     rows = [
         {"task": patches[i % 4][0], "patch": patches[i % 4][1], "model": f"m{i}"}

@@ -9,7 +9,9 @@ stderr: progress, and the cause of an error). A rerun reuses a result.json only 
 graded with this prediction's model, patch and task and this ssebench (`graded_with`), and
 grades again otherwise; a folder holding another model's verdict is an error, never a shared
 verdict. An error (a bad line, an unknown task, a grade that ended without a verdict) writes
-no result.json, so a rerun tries it again.
+no result.json, so a rerun tries it again. An empty patch (`null` or `""`) is unresolved and not
+graded: no check runs and nothing is written. A verdict is flagged when its result.json lists
+`signals` (what a reviewer should look at); one without the key is not.
 """
 
 from __future__ import annotations
@@ -29,26 +31,21 @@ from typing import Any
 from ssebench.core.digests import sha256, ssebench_version, task_sha256
 from ssebench.core.predictions import BadLine, Prediction
 from ssebench.core.stopping import stop_subprocess
-from ssebench.core.verdicts import (
-    GradedWith,
-    RunError,
-    SavedGrade,
-    Summary,
-    dump,
-    read_saved,
-    write_json,
-)
+from ssebench.core.verdicts import GradedWith, dump, read_saved, write_json
 
 RESULT, PATCH, LOGS, GRADE_LOG = "result.json", "patch.diff", "logs", "grade.log"
 GRADED_WITH = "graded_with"
 STOP_SECONDS = 10.0  # a grade told to stop (Ctrl+C) gets this long to clean up, then SIGKILL
 RESOLVED, UNRESOLVED, ERROR = "resolved", "unresolved", "error"
 TIMED_OUT = "no verdict within --timeout {:g} s: the grade was stopped, its cases killed"
-RUN_FILE = re.compile(r"summary(-[0-9]+-of-[0-9]+)?\.json")  # the run's own, beside the models
+# The run's own files, beside the models' folders: its summary and its page, whole or a shard's.
+RUN_FILE = re.compile(r"(summary(-[0-9]+-of-[0-9]+)?\.json|index(-[0-9]+-of-[0-9]+)?\.html)")
 
 
-def summary_name(shard: tuple[int, int] | None) -> str:
-    return "summary.json" if shard is None else f"summary-{shard[0]}-of-{shard[1]}.json"
+def summary_name(shard: tuple[int, int] | None, kind: str = "summary.json") -> str:
+    """The run's `kind` file (summary.json, index.html), a shard's named after it."""
+    stem, dot, ext = kind.partition(".")
+    return kind if shard is None else f"{stem}-{shard[0]}-of-{shard[1]}{dot}{ext}"
 
 
 @dataclass(frozen=True)
@@ -59,11 +56,22 @@ class Graded:
     reused: bool = False  # graded by an earlier run, with the same patch, task and ssebench
     again: str | None = None  # why an earlier run's verdict was not reused
     seconds: float = 0.0
+    flagged: tuple[str, ...] = ()  # the kinds of the verdict's signals, each once
+
+    @property
+    def empty(self) -> bool:
+        return isinstance(self.item, Prediction) and self.item.empty
 
 
-def _verdict(result: dict[str, Any] | SavedGrade) -> str:
-    resolved = result.resolved if isinstance(result, SavedGrade) else result["resolved"]
-    return RESOLVED if resolved else UNRESOLVED
+def _judged(item: Prediction, result: dict[str, Any], **more: Any) -> Graded:
+    """A grade's verdict from its JSON, as printed or saved: resolved or not, and flagged with
+    the kinds of its signals, each once, in order (read tolerantly: a grade without the key has
+    none)."""
+    signals = result.get("signals")
+    listed = signals if isinstance(signals, list) else []
+    kinds = [signal.get("kind") for signal in listed if isinstance(signal, dict)]
+    flagged = tuple(dict.fromkeys(str(kind) for kind in kinds))
+    return Graded(item, RESOLVED if result["resolved"] else UNRESOLVED, flagged=flagged, **more)
 
 
 def _error_line(grade_log: Path) -> str:
@@ -138,7 +146,7 @@ async def grade_one(
     if code in (0, 1) and isinstance(result, dict) and isinstance(result.get("resolved"), bool):
         saved = {**result, GRADED_WITH: None if graded_with is None else dump(graded_with)}
         write_json(folder / RESULT, saved)
-        return Graded(prediction, _verdict(result), seconds=seconds)
+        return _judged(prediction, result, seconds=seconds)
     if code is None:
         error = TIMED_OUT.format(timeout)
     elif code in (0, 1):
@@ -170,7 +178,7 @@ def _earlier(item: Prediction, out: Path, graded_with: GradedWith) -> Graded | s
         return f"it was graded {recorded.grader or 'otherwise'}"
     if recorded.ssebench != graded_with.ssebench:
         return f"ssebench {recorded.ssebench} graded it"
-    return Graded(item, _verdict(saved), reused=True)
+    return _judged(item, dump(saved), reused=True)
 
 
 class _Records:
@@ -200,15 +208,18 @@ class _Records:
         )
 
 
-def _refused(item: Prediction, tasks: Path) -> Graded | None:
-    """The error of a prediction that cannot be graded at all, found before anything is hashed."""
+def _ungraded(item: Prediction | BadLine, tasks: Path) -> Graded | None:
+    """The verdict of what is not graded at all, found before anything is hashed: a bad line,
+    a model or task that cannot be (an error), an empty patch (unresolved)."""
+    if isinstance(item, BadLine):
+        return Graded(item, ERROR, item.error)
     folder = item.folder.parts[0]
     if RUN_FILE.fullmatch(folder):
         error = f"model {item.model!r} cannot name a folder: {folder} is a file of the run's own"
         return Graded(item, ERROR, error)
     if not (task := tasks / item.task).is_dir():
         return Graded(item, ERROR, f"unknown task {item.task!r}: no folder {task}")
-    return None
+    return Graded(item, UNRESOLVED) if item.empty else None
 
 
 async def grade_all(
@@ -243,11 +254,8 @@ async def grade_all(
     results: list[Graded | None] = [None] * len(items)
     queue: list[tuple[int, Prediction]] = []
     for index, item in enumerate(items):
-        if isinstance(item, BadLine):
-            results[index] = Graded(item, ERROR, item.error)
-        elif (refused := _refused(item, tasks)) is not None:
-            results[index] = refused
-        else:
+        results[index] = said = _ungraded(item, tasks)
+        if said is None and isinstance(item, Prediction):
             queue.append((index, item))
     for graded in results:
         if graded is not None:
@@ -261,27 +269,3 @@ async def grade_all(
 
     await asyncio.gather(*(worker() for _ in range(max(1, jobs))))
     return [graded for graded in results if graded is not None]
-
-
-def summarize(graded: Sequence[Graded]) -> dict[str, Any]:
-    """summary.json: the counts DESIGN names, which predictions they are, and every error."""
-    ids: dict[str, list[str]] = {RESOLVED: [], UNRESOLVED: []}
-    for g in graded:
-        if isinstance(g.item, Prediction) and g.verdict in ids:
-            ids[g.verdict].append(g.item.id)
-    errors = [
-        RunError(line=g.item.line, model=g.item.model, task=g.item.task, error=g.error)
-        for g in graded
-        if g.verdict == ERROR
-    ]
-    return dump(
-        Summary(
-            total=len(graded),
-            resolved=len(ids[RESOLVED]),
-            unresolved=len(ids[UNRESOLVED]),
-            errors=len(errors),
-            resolved_ids=ids[RESOLVED],
-            unresolved_ids=ids[UNRESOLVED],
-            error_list=errors,
-        )
-    )

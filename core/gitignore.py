@@ -1,4 +1,5 @@
-""".gitignore rules, read as text: which new files of a tree are build outputs, not source.
+""".gitignore rules, read as text: which new files of a tree are build outputs, not source, and
+which paths task.toml's `protected` globs name.
 
 The rules come from the tree as shipped, never from the tree an agent left, and nothing else
 of git's is read (no configuration, no global excludes file). The usual syntax: `#` comments,
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,6 +90,24 @@ class Ignore:
                 ) as f:
                     self.rules += [rule for line in f if (rule := _rule(folder, line))]
 
+    @classmethod
+    def of(cls, patterns: Iterable[str]) -> Ignore:
+        """Rules given as the lines of a .gitignore at the top of the tree. ValueError names a
+        pattern that is no rule (empty, a comment) or no valid glob."""
+        ignore = cls.__new__(cls)
+        ignore.rules = []
+        for pattern in patterns:
+            if any(char in pattern for char in "\n\r\0"):
+                raise ValueError(f"{pattern!r}: a glob is one line, without NUL")
+            try:
+                rule = _rule("", pattern)
+            except re.error:
+                raise ValueError(f"{pattern}: not a valid glob") from None
+            if rule is None:
+                raise ValueError(f"{pattern!r}: empty or a comment, not a path")
+            ignore.rules.append(rule)
+        return ignore
+
     def _own(self, path: str, is_folder: bool) -> bool:
         excluded = False
         for rule in self.rules:  # shallower files first, so a deeper one has the last word
@@ -95,15 +115,9 @@ class Ignore:
                 excluded = not rule.negated
         return excluded
 
-    def excludes_folder(self, path: str) -> bool:
-        """Whether the folder at `path` is ignored, itself or as part of an excluded folder:
-        nothing new inside it is source."""
-        parts = path.split("/")
-        return any(self._own("/".join(parts[: i + 1]), True) for i in range(len(parts)))
-
-    def excludes(self, path: str) -> bool:
-        """Whether the file at `path` (relative, `/`-separated) is ignored, by its own rules or
-        as part of an excluded folder."""
+    def excludes(self, path: str, is_folder: bool = False) -> bool:
+        """Whether the file (or folder) at `path` (relative, `/`-separated) is ignored, by its
+        own rules or as part of an excluded folder."""
         parts = path.split("/")
         folders = ("/".join(parts[: i + 1]) for i in range(len(parts) - 1))
-        return any(self._own(f, True) for f in folders) or self._own(path, False)
+        return any(self._own(f, True) for f in folders) or self._own(path, is_folder)

@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ssebench.core.case import CaseRun
 from ssebench.core.check import Outcome, Status
 from ssebench.core.orchestrator import Daemon, LocalLogs
-from ssebench.core.verdicts import Applied, CaseVerdict, CheckVerdict, Grade, PatchGrade, dump
+from ssebench.core.verdicts import (
+    Applied,
+    CaseVerdict,
+    CheckVerdict,
+    Grade,
+    PatchGrade,
+    Protected,
+    Signal,
+    dump,
+)
 
 # What a case tells the evaluator; its log id and size mean nothing once the daemon is gone.
 CASE_FIELDS = ("index", "passed", "exit_code", "signal", "timed_out", "seconds")
@@ -42,16 +52,36 @@ def grade_json(outcome: Outcome) -> dict[str, Any]:
     return dump(Grade(resolved=resolved, checks=_checks(outcome)))
 
 
-def patched_grade_json(outcome: Outcome | None, patch_error: str | None) -> dict[str, Any]:
-    """A grade of a patch: whether it applied, between the verdict and the checks. A patch
-    that does not apply runs no check and is unresolved."""
+def patched_grade_json(
+    outcome: Outcome | None,
+    patch_error: str | None,
+    reverted: Sequence[str] = (),
+    signals: Sequence[Signal] = (),
+) -> dict[str, Any]:
+    """A grade of a patch: whether it applied, the protected paths put back and the signals,
+    between the verdict and the checks. A patch that does not apply runs no check and is
+    unresolved."""
     checks = _checks(outcome) if outcome is not None else []
     resolved = outcome is not None and all(o.status is Status.PASSED for o in outcome.outcomes)
     return dump(
         PatchGrade(
             resolved=patch_error is None and resolved,
             patch=Applied(applied=patch_error is None, error=patch_error),
+            protected=Protected(reverted=sorted(reverted)),
+            signals=list(signals),
             checks=checks,
+        )
+    )
+
+
+def reviewed(
+    answer: dict[str, Any], reverted: Sequence[str], signals: Sequence[Signal]
+) -> dict[str, Any]:
+    """A grade made elsewhere (in a task's image, on a copy put back here) with what this
+    machine put back and found."""
+    return dump(
+        PatchGrade.model_validate(
+            {**answer, "protected": {"reverted": sorted(reverted)}, "signals": list(signals)}
         )
     )
 

@@ -1,7 +1,10 @@
-"""A benchmark run's predictions: JSON lines, each a prediction to grade or one clear error.
+"""A benchmark run's predictions: JSON lines (or a JSON list, as SWE-bench takes both), each a
+prediction to grade or one clear error.
 
 A line gives `task`, `patch` and optionally `model` (SWE-bench's `instance_id`, `model_patch`
-and `model_name_or_path` are read too). Models and task ids become folders of the output, so
+and `model_name_or_path` are read too). A `null` or empty patch is an empty prediction, not
+graded (SWE-bench counts `None` and `""` alike); a patch over PATCH_LIMIT is refused as it is
+read. Models and task ids become folders of the output, so
 neither may leave it: a task id must be a plain folder name (it names one in the tasks
 folder), and a model's `/` becomes `__` (SWE-bench's own rule: `org/model` is common). Two
 models whose folders would be one (`org/model` and `org__model`) are an error on the second,
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import json
 import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +25,7 @@ from ssebench.core.errors import ConfigError
 
 DEFAULT_MODEL = "default"
 _NAME_BYTES = 255  # a file name's limit on Linux file systems
+PATCH_LIMIT = 64 << 20  # grade --patch's own limit (daemon/scratch.py): a diff is never larger
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,11 @@ class Prediction:
     def patch_bytes(self) -> bytes:
         """The patch as the file held it (an undecodable byte comes back as it was)."""
         return self.patch.encode("utf-8", "surrogateescape")
+
+    @property
+    def empty(self) -> bool:
+        """A `null` or empty patch: unresolved, and nothing to grade."""
+        return not self.patch
 
     @property
     def id(self) -> str:
@@ -96,9 +106,16 @@ def parse_line(number: int, line: int, text: str) -> Prediction | BadLine:
         data = json.loads(text)
     except ValueError as exc:
         return BadLine(number, line, f"not valid JSON ({getattr(exc, 'msg', exc)})")
+    return parse_object(number, line, data)
+
+
+def parse_object(number: int, line: int, data: Any) -> Prediction | BadLine:
+    """One prediction of a file: a JSON object, a line's or a list's element."""
     if not isinstance(data, dict):
         return BadLine(number, line, "not a JSON object")
     task, patch = _field(data, ("task", "instance_id")), _field(data, ("patch", "model_patch"))
+    if patch is None and ("patch" in data or "model_patch" in data):
+        patch = ""  # null: an empty patch, as SWE-bench counts it
     model = _field(data, ("model", "model_name_or_path"))
     model = DEFAULT_MODEL if model is None else model
     task_name = task if isinstance(task, str) else None
@@ -115,6 +132,8 @@ def parse_line(number: int, line: int, text: str) -> Prediction | BadLine:
         return bad("no patch (`patch` or `model_patch`)")
     if not isinstance(patch, str):
         return bad("the patch must be a string")
+    if len(patch.encode("utf-8", "surrogateescape")) > PATCH_LIMIT:
+        return bad(f"the patch is over {PATCH_LIMIT >> 20} MiB, too large for a diff")
     if not isinstance(model, str):
         return bad("the model must be a string")
     try:
@@ -125,25 +144,63 @@ def parse_line(number: int, line: int, text: str) -> Prediction | BadLine:
 
 
 def read_predictions(path: Path) -> list[Prediction | BadLine]:
-    """Every non-blank line in order; a second prediction for one model's task is an error."""
+    """Every non-blank line (or list element) in order; a second prediction for one model's
+    task is an error."""
     try:
         text = path.read_text(encoding="utf-8", errors="surrogateescape")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the predictions: {exc.strerror or exc}") from None
     items: list[Prediction | BadLine] = []
     seen: dict[Path, Prediction] = {}
-    # Only a line feed ends a line: str.splitlines() would also split at characters JSON lets
-    # a string hold unescaped (U+2028, say), cutting a prediction in two.
-    for line, raw in enumerate(text.split("\n"), start=1):
-        if not raw.strip():
-            continue
-        item = parse_line(len(items), line, raw)
+    elements = _list_elements(path, text)
+    parse = parse_line if elements is None else parse_object
+    for line, raw in _lines(text) if elements is None else elements:
+        item = parse(len(items), line, raw)
         if isinstance(item, Prediction):
             first = seen.setdefault(item.folder, item)
             if first is not item:
                 item = BadLine(item.number, line, _same_folder(item, first), item.task, item.model)
         items.append(item)
     return items
+
+
+def _lines(text: str) -> Iterator[tuple[int, str]]:
+    """Each non-blank line and its number. Only a line feed ends a line: str.splitlines() would
+    also split at characters JSON lets a string hold unescaped (U+2028, say)."""
+    for line, raw in enumerate(text.split("\n"), start=1):
+        if raw.strip():
+            yield line, raw
+
+
+def _skip_space(text: str, at: int) -> int:
+    while at < len(text) and text[at] in " \t\n\r":  # JSON's whitespace
+        at += 1
+    return at
+
+
+def _list_elements(path: Path, text: str) -> list[tuple[int, Any]] | None:
+    """A JSON list's elements, each with the line it starts on; None for JSON lines (a file
+    whose first value is not a list, or is a list with more after it: a line of its own)."""
+    decoder, at = json.JSONDecoder(), _skip_space(text, 0)
+    if not text.startswith("[", at):
+        return None
+    try:
+        _, end = decoder.raw_decode(text, at)
+    except ValueError as exc:
+        raise ConfigError(f"{path}: not a JSON list of predictions: {exc}") from None
+    if text[end:].strip():
+        return None
+    # The list parsed whole: each element is a value, then a comma or the closing bracket.
+    elements: list[tuple[int, Any]] = []
+    line, counted = 1, 0
+    at = _skip_space(text, at + 1)
+    while text[at] != "]":
+        line, counted = line + text.count("\n", counted, at), at
+        value, at = decoder.raw_decode(text, at)
+        elements.append((line, value))
+        at = _skip_space(text, at)
+        at = _skip_space(text, at + 1) if text[at] == "," else at
+    return elements
 
 
 def _same_folder(item: Prediction, first: Prediction) -> str:

@@ -46,8 +46,9 @@ def scan(root: Path) -> dict[str, _Entry]:
     """Every regular file and link under `root` by its relative path; `.git` folders left out."""
     found = {}
     for here, folders, names in os.walk(root):
-        folders[:] = [name for name in folders if name != ".git"]
-        for name in names:
+        links = [name for name in folders if os.path.islink(os.path.join(here, name))]
+        folders[:] = [name for name in folders if name != ".git" and name not in links]
+        for name in names + links:  # a link to a folder is listed with the folders
             path = Path(here, name)
             info = path.lstat()
             if stat.S_ISLNK(info.st_mode):

@@ -34,7 +34,7 @@ class CaseVerdicts:
 
     @property
     def label(self) -> str:
-        return f"{self.check.name} case {self.index + 1}" if self.cases > 1 else self.check.name
+        return f"{self.check.name} case {self.index}" if self.cases > 1 else self.check.name
 
 
 @dataclass(frozen=True)
@@ -89,12 +89,18 @@ def case_verdicts(shipped: Sequence[Outcome], fixed: Sequence[Outcome]) -> list[
 
 
 def judge_task(
-    shipped: Sequence[Outcome], fixed: Sequence[Outcome], fix_error: str | None = None
+    shipped: Sequence[Outcome],
+    fixed: Sequence[Outcome],
+    fix_error: str | None = None,
+    *,
+    found: tuple[Sequence[str], Sequence[str]] = ((), ()),
 ) -> Validation:
-    """The verdict over `shipped` and `fixed`, one Outcome per run on each tree."""
+    """The verdict over `shipped` and `fixed`, one Outcome per run on each tree; `found`: the
+    problems and warnings found in the task's files before anything ran (a skeleton's)."""
     rows = case_verdicts(shipped, fixed)
-    problems = [f"the fix does not apply: {fix_error}"] if fix_error is not None else []
-    warnings = [
+    problems = [*found[0]]
+    problems += [f"the fix does not apply: {fix_error}"] if fix_error is not None else []
+    warnings = [*found[1]] + [
         f"the task has no {o.check.name}: nothing shows the bug"
         for o in shipped[0].outcomes
         if o.check.shows_fix and not o.total_cases

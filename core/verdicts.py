@@ -64,11 +64,34 @@ class Grade(Shape):
     checks: list[CheckVerdict] = Field(description=CHECKS)
 
 
+class Protected(Shape):
+    reverted: list[str] = Field(
+        description="the paths put back as shipped before any check ran (changed files "
+        "restored, deleted ones brought back, added ones removed), sorted; `[]` when none"
+    )
+
+
+class Signal(Shape):
+    kind: str = Field(description="what was found: one of the kinds below")
+    path: str = Field(description="the file of the patch it is in")
+    line: int | None = Field(
+        description="its line in the patched file (in the file as shipped, for a line the "
+        "patch removes), or `null` when it is about the whole file"
+    )
+    detail: str = Field(description="what it is, in one line")
+
+
 class PatchGrade(Shape):
-    """`ssebench grade --task --patch`: whether the patch applied, then the checks."""
+    """`ssebench grade --task --patch`: whether the patch applied, what the grade put back,
+    what a reviewer should look at, then the checks."""
 
     resolved: bool = Field(description=RESOLVED)
     patch: Applied = Field(description="whether the patch applied")
+    protected: Protected = Field(description="task.toml's `protected` paths the patch changed")
+    signals: list[Signal] = Field(
+        description="findings for a reviewer, read from the patch, in its order; they never "
+        "change `resolved`"
+    )
     checks: list[CheckVerdict] = Field(description=CHECKS)
 
 
@@ -130,7 +153,8 @@ class Validation(Shape):
     )
     warnings: list[str] = Field(
         description="worth a look, not unsound: intent tests that pass as shipped, a task "
-        "without PoCs"
+        "without PoCs, a `protected` glob that matches nothing, a fix that changes a protected "
+        "path, a granted link no case can follow"
     )
     cases: list[CaseVerdicts] = Field(description="every case of every check")
 
@@ -140,6 +164,19 @@ class RunError(Shape):
     model: str | None = Field(description="the prediction's model")
     task: str | None = Field(description="its task; `null` when the line did not say")
     error: str | None = Field(description="why it has no verdict, one line")
+
+
+class ModelCounts(Shape):
+    total: int = Field(description="its predictions, bad lines that name it included")
+    resolved: int = Field(description="its resolved predictions")
+    unresolved: int = Field(description="its unresolved ones, empty patches included")
+    errors: int = Field(description="its predictions with no verdict")
+    empty_patch: int = Field(description="its predictions with a `null` or empty patch")
+    incomplete: int = Field(description="tasks of `--tasks` it has no prediction for")
+    resolved_rate: float = Field(
+        description="`resolved` / the tasks in `--tasks`: a task it did not predict counts as "
+        "not resolved (0 when `--tasks` has none)"
+    )
 
 
 class Summary(Shape):
@@ -158,6 +195,21 @@ class Summary(Shape):
     )
     unresolved_ids: list[str] = Field(description="the same, of each unresolved one")
     error_list: list[RunError] = Field(description="each error")
+    empty_patch_ids: list[str] = Field(
+        description="each prediction whose patch is `null` or empty: unresolved (among "
+        "`unresolved_ids` too), not graded, no file written"
+    )
+    incomplete_ids: list[str] = Field(
+        description="for each model of the file, `model/task` of each task of `--tasks` it has "
+        "no prediction for; `[]` in a shard's summary (the merge lists them)"
+    )
+    flagged_ids: list[str] = Field(
+        description="each prediction whose result.json lists `signals`: what a reviewer should "
+        "look at (a flag never changes `resolved`)"
+    )
+    models: dict[str, ModelCounts] = Field(
+        description="each model's counts, by its own name, in file order"
+    )
 
 
 def dump(shape: BaseModel) -> dict[str, Any]:
@@ -165,22 +217,25 @@ def dump(shape: BaseModel) -> dict[str, Any]:
     return shape.model_dump(exclude_unset=isinstance(shape, SavedGrade))
 
 
-def _inner(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
-    """The model a field holds (itself, in a list, or None), and whether it is a list."""
+def _inner(annotation: Any) -> tuple[type[BaseModel] | None, str]:
+    """The model a field holds (itself, in a list or a dict, or None), and how a path goes on
+    into it: `[]` into a list, `.<name>` into a dict of them by name (summary's `models`)."""
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation, False
+        return annotation, ""
     for arg in get_args(annotation):
-        found, many = _inner(arg)
+        found, step = _inner(arg)
         if found is not None:
-            return found, many or getattr(annotation, "__origin__", None) is list
-    return None, False
+            origin = getattr(annotation, "__origin__", None)
+            into = "[]" if origin is list else ".<model>" if origin is dict else ""
+            return found, step or into
+    return None, ""
 
 
 def field_rows(shape: type[BaseModel], prefix: str = "") -> list[tuple[str, str]]:
     rows = []
     for name, info in shape.model_fields.items():
-        inner, many = _inner(info.annotation)
-        path = f"{prefix}{name}{'[]' if many else ''}"
+        inner, step = _inner(info.annotation)
+        path = f"{prefix}{name}{step}"
         if info.description:
             rows.append((path, info.description))
         if inner is not None:
@@ -197,12 +252,16 @@ def field_table(shape: type[BaseModel]) -> str:
 
 def write_json(path: Path, data: Any) -> None:
     """Whole or not at all: a reader (or a rerun) never sees half a file."""
+    write_whole(path, json.dumps(data, indent=2) + "\n")
+
+
+def write_whole(path: Path, text: str) -> None:
+    """`text` in `path`, whole or not at all."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as file:
-            json.dump(data, file, indent=2)
-            file.write("\n")
+            file.write(text)
         os.replace(temp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -128,7 +128,7 @@ class RunnerCopy:
         if first or path in self.seen:
             return True
         assert self.ignore is not None
-        return not (self.ignore.excludes_folder(path) if folder else self.ignore.excludes(path))
+        return not self.ignore.excludes(path, is_folder=folder)
 
     def _folder(
         self, source: int, target: int, prefix: str, found: set[str], first: bool, track: bool

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ssebench.core.errors import ConfigError, PatchError
 from ssebench.daemon.guard import make_folder, remove_folder, remove_tree
+from ssebench.daemon.protect import revert_protected
 from ssebench.daemon.task import Task
 
 ERROR_CHARS = 2000  # git names every failed hunk; one line of JSON stays readable
@@ -124,8 +125,11 @@ def read_patch(path: Path) -> bytes:
 
 
 @contextlib.contextmanager
-def patched_copy(task: Task, patch: bytes | None) -> Iterator[Path]:
-    """A scratch copy of `task`'s source with `patch` applied (None: as shipped).
+def patched_copy(
+    task: Task, patch: bytes | None, reverted: list[str] | None = None
+) -> Iterator[Path]:
+    """A scratch copy of `task`'s source with `patch` applied (None: as shipped), and its
+    `protected` paths then put back as shipped (their paths added to `reverted`).
 
     The folder is removed afterwards, on an error or Ctrl+C too, and by the guard should this
     process be killed. PatchError (the patch does not apply) leaves nothing behind either.
@@ -140,6 +144,9 @@ def patched_copy(task: Task, patch: bytes | None) -> Iterator[Path]:
         copy_tree(task.source, copy)
         if patch is not None:
             apply_patch(copy, patch, scratch / "no-repository")
+            put_back = revert_protected(task.source, copy, task.protected)
+            if reverted is not None:
+                reverted += put_back
         yield copy
     finally:
         remove_folder(scratch, remove_tree)

@@ -41,6 +41,7 @@ class Task:
     limits: Limits = field(default_factory=Limits)
     image: str | None = None  # the task's environment under `grade --backend docker`
     pass_env: tuple[str, ...] = ()  # names of the daemon's environment a case may see
+    protected: tuple[str, ...] = ()  # tree paths (gitignore globs) a grade puts back as shipped
 
     @property
     def directory(self) -> Path:
@@ -126,6 +127,7 @@ def load_task(task: Path, checks: tuple[Check, ...] | list[Check]) -> Task:
         found.limits.limits(),
         found.image,
         tuple(found.pass_env),
+        found.protected,
     )
     check_references(loaded, _fail(path))
     return loaded

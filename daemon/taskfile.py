@@ -25,6 +25,7 @@ from pydantic import (
 from ssebench.core.check import Check
 from ssebench.core.errors import plain_error
 from ssebench.daemon.confine.policy import Limits
+from ssebench.daemon.protect import globs
 from ssebench.daemon.taskpaths import readable_paths, resolve, task_files
 from ssebench.daemon.tomlrules import (
     Context,
@@ -263,6 +264,10 @@ class TaskFile(Table):
         default_factory=list,
         description="names of the daemon's environment a case may see (default: none)",
     )
+    protected: Annotated[
+        tuple[str, ...],
+        then(Paths, "must be a list of paths of the source tree", lambda r, _: globs(r, fail)),
+    ] = Field((), description="tree paths a graded patch cannot change (gitignore-style globs)")
     limits: Annotated[
         LimitsTable,
         table(

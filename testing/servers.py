@@ -9,12 +9,14 @@ it; a wait that runs out raises RuntimeError, which pytest reports as any other 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
+import signal
 import socket
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,8 +27,11 @@ import uvicorn
 from ssebench.core.cli.run import SSEBENCH as SSEBENCH  # the one spelling, `ssebench run`'s too
 from ssebench.core.cli.run import answers_initialize
 from ssebench.core.stopping import stop_process
+from ssebench.testing.ports import free_port as free_port
+from ssebench.testing.ports import port_is_free as port_is_free
+from ssebench.testing.ports import taken_port as taken_port
 from ssebench.testing.procs import kill_all
-from ssebench.testing.waiting import wait_for
+from ssebench.testing.waiting import runner_tree, wait_for
 
 
 def ssebench_argv(*args: str, prelude: str = "") -> list[str]:
@@ -35,6 +40,14 @@ def ssebench_argv(*args: str, prelude: str = "") -> list[str]:
         return [*SSEBENCH, *args]
     python, flag, main = SSEBENCH
     return [python, flag, f"{prelude}\n{main}", *args]
+
+
+def start_child(argv: Sequence[str], **popen: Any) -> subprocess.Popen[Any]:
+    """Start `argv` as a terminal starts a command: SIGINT at its default, so a test's Ctrl+C
+    reaches it even when the suite runs as a background job (bash starts those with SIGINT
+    ignored, a child inherits an ignored signal, and Python then leaves it ignored)."""
+    default = functools.partial(signal.signal, signal.SIGINT, signal.SIG_DFL)
+    return subprocess.Popen(list(argv), preexec_fn=default, **popen)
 
 
 def run_ssebench(
@@ -46,34 +59,6 @@ def run_ssebench(
     )
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextlib.contextmanager
-def taken_port() -> Iterator[int]:
-    """A port something else listens on, for as long as the block lasts."""
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        yield int(taken.getsockname()[1])
-
-
-def port_is_free(port: int, *, reuse_address: bool = False) -> bool:
-    """Nothing listens there (a server that was refused or stopped let go of its port);
-    `reuse_address` lets connections left in TIME_WAIT not count."""
-    with socket.socket() as sock:
-        if reuse_address:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
 def clean_env(tmp: Path, **extra: str) -> dict[str, str]:
     """The environment every child gets: our own log folder and temporary folder (where its
     daemon keeps the runner copy: `runner_tree`), no inherited ssebench settings."""
@@ -83,14 +68,6 @@ def clean_env(tmp: Path, **extra: str) -> dict[str, str]:
     env["TMPDIR"] = str(tmp / "tmp")
     env.update(extra)
     return env
-
-
-def runner_tree(env: Mapping[str, str]) -> Path | None:
-    """The tree the cases of the one daemon started with `env` (clean_env's) run on: its
-    runner copy, where what a build writes lies, never in the task's own tree; None before
-    the daemon made it."""
-    found = sorted(Path(env["TMPDIR"]).glob("ssebench-*/ssebench-runner-*/*"))
-    return found[0] if found else None
 
 
 def write_task(root: Path, toml: str, *, source: str | None = "src") -> Path:
@@ -207,7 +184,7 @@ def start_server(
     env = env if env is not None else clean_env(tmp)
     ports = ["--port", str(port)] + (["--daemon-port", str(daemon_port)] if embedded else [])
     with log.open("wb") as out:
-        proc = subprocess.Popen(
+        proc = start_child(
             ssebench_argv("serve", *args, *ports, prelude=prelude),
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -249,7 +226,7 @@ def start_daemon(
     log = tmp / f"daemon-{port}-{time.monotonic_ns()}.log"
     args = ("daemon", "--task", str(task), "--port", str(port), "--difficulty", str(level))
     with log.open("wb") as out:
-        proc = subprocess.Popen(
+        proc = start_child(
             ssebench_argv(*args),
             stdout=out,
             stderr=subprocess.STDOUT,

@@ -1,9 +1,11 @@
-"""Waiting until something holds: the one loop the tests and benchmarks share."""
+"""Waiting until something holds, the one loop the tests and benchmarks share, and finding
+what a daemon made (its runner copy)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -24,3 +26,11 @@ def wait_for(found: Callable[[], T | None], limit: float, what: str, step: float
         if time.monotonic() > deadline:
             raise NeverHappened(f"{what}: not there after {limit:g} s")
         time.sleep(step)
+
+
+def runner_tree(env: Mapping[str, str]) -> Path | None:
+    """The tree the cases of the one daemon started with `env` (clean_env's) run on: its
+    runner copy, where what a build writes lies, never in the task's own tree; None before
+    the daemon made it."""
+    found = sorted(Path(env["TMPDIR"]).glob("ssebench-*/ssebench-runner-*/*"))
+    return found[0] if found else None

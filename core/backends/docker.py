@@ -73,22 +73,31 @@ def image_id(docker: str, image: str) -> str:
 
 
 def grade_patch(
-    task: Task, patch: bytes, *, logs: Path | None, isolation: str, quiet: bool
+    task: Task,
+    patch: bytes,
+    *,
+    logs: Path | None,
+    isolation: str,
+    quiet: bool,
+    reverted: list[str] | None = None,
 ) -> dict[str, Any] | int:
     """The grade JSON of `patch` on `task`, graded in its image; or the exit status of a grade
-    that gave none (its reason is on stderr). PatchError when the patch does not apply."""
+    that gave none (its reason is on stderr). PatchError when the patch does not apply. The
+    protected paths are put back here (added to `reverted`): the image grades that copy."""
     if task.image is None:
         raise ConfigError(
             f"{task.path}: names no image; --backend docker grades in the task's image "
             '(image = "NAME" in task.toml)'
         )
     docker = docker_cli()
+    # Docker mounts absolute paths only; a relative --logs (a run's --out) is from our folder.
+    logs = logs.resolve() if logs is not None else None
     ident = image_id(docker, task.image)
     cache = cache_dir()
     bundle = ensure_bundle(cache)
     python = abi.image_python(docker, task.image, ident, cache)
     compiled = abi.compiled_part(bundle, python, task.image)
-    with patched_copy(task, patch) as copy:
+    with patched_copy(task, patch, reverted) as copy:
         if logs is not None:
             logs.mkdir(parents=True, exist_ok=True)
         mounts = [

@@ -22,7 +22,7 @@ class _LevelPrefix(logging.Formatter):
 
 
 def _commands() -> dict[str, Callable[[argparse.Namespace], int]]:
-    from ssebench.core.cli import evaluate, grading, serve
+    from ssebench.core.cli import evaluate, grading, newtask, serve
 
     return {
         "check": evaluate.cmd_check,
@@ -33,6 +33,7 @@ def _commands() -> dict[str, Callable[[argparse.Namespace], int]]:
         "serve": serve.cmd_serve,
         "run": serve.cmd_run,
         "mcp-config": serve.cmd_mcp_config,
+        "new": newtask.cmd_new,
     }
 
 

@@ -19,12 +19,16 @@ _PLURAL = {ERROR: "errors"}
 
 
 def describe(graded: Graded, predictions: Path) -> str:
-    """One line: `MODEL/TASK: resolved`, or where the error is and what it is."""
+    """One line: `MODEL/TASK: resolved` (then `; flagged: KINDS` when it has signals), or
+    where the error is and what it is."""
     item = graded.item
+    if graded.empty and isinstance(item, Prediction):
+        return f"{item.id}: {graded.verdict} (empty patch: not graded)"
     if graded.verdict != ERROR and isinstance(item, Prediction):
         when = " (graded before)" if graded.reused else f" in {graded.seconds:.1f} s"
         again = f" (graded again: {graded.again})" if graded.again else ""
-        return f"{item.id}: {graded.verdict}{when}{again}"
+        flagged = f"; flagged: {', '.join(graded.flagged)}" if graded.flagged else ""
+        return f"{item.id}: {graded.verdict}{when}{again}{flagged}"
     which = f"{item.id}: " if isinstance(item, Prediction) else ""
     return f"error: {predictions}:{item.line}: {which}{graded.error}"
 
@@ -67,7 +71,7 @@ def batch_report(total: int, predictions: Path) -> Iterator[Callable[[Graded], N
 
         def advance(graded: Graded) -> None:
             tally[graded.verdict] += 1
-            if graded.verdict == ERROR:
+            if graded.verdict == ERROR or graded.flagged:  # each worth a line of its own
                 bar.console.print(f"ssebench: {describe(graded, predictions)}", markup=False)
             text = ", ".join(f"{n} {_PLURAL.get(v, v)}" for v, n in sorted(tally.items()))
             bar.update(task, advance=1, tally=text)

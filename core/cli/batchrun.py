@@ -74,7 +74,7 @@ def _check_run_flags(args: argparse.Namespace) -> None:
 
 
 def grade_run(args: argparse.Namespace) -> int:
-    from ssebench.core.batch import ERROR, grade_all, summary_name
+    from ssebench.core.batch import ERROR, grade_all
     from ssebench.core.cli.batch_progress import batch_report
     from ssebench.core.cli.run import SSEBENCH
     from ssebench.core.predictions import in_shard, parse_shard, read_predictions
@@ -121,19 +121,30 @@ def grade_run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_INTERRUPTED if isinstance(exc, KeyboardInterrupt) else EXIT_TERMINATED
-    return _finish_run(graded, args.out / summary_name(shard))
+    return _finish_run(graded, args, shard)
 
 
-def _finish_run(graded: list[Graded], path: Path) -> int:
-    """summary.json, also on stdout, and the tally on stderr: what the run comes to."""
-    from ssebench.core.batch import summarize
-    from ssebench.core.verdicts import write_json
+def _finish_run(
+    graded: list[Graded], args: argparse.Namespace, shard: tuple[int, int] | None
+) -> int:
+    """summary.json, also on stdout, index.html, and the tally on stderr: what the run comes to."""
+    from ssebench.core.batch import summary_name
+    from ssebench.core.runpage import render_page
+    from ssebench.core.runreport import summarize, task_ids
+    from ssebench.core.verdicts import write_json, write_whole
 
-    summary = summarize(graded)
+    tasks = task_ids(args.tasks)
+    summary = summarize(graded, tasks, whole=shard is None)
+    path, page = args.out / summary_name(shard), args.out / summary_name(shard, "index.html")
+    title = f"ssebench: {args.predictions.name}"
+    title += "" if shard is None else f", shard {shard[0]} of {shard[1]}"
     try:
         write_json(path, summary)
+        write_whole(page, render_page(summary, graded, tasks, args.out, title))
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot write the summary: {exc.strerror or exc}") from None
+        raise ConfigError(
+            f"{exc.filename}: cannot write the run's report: {exc.strerror or exc}"
+        ) from None
     print(json.dumps(summary, indent=2))
     reused = sum(one.reused for one in graded)
     print(

@@ -62,17 +62,19 @@ def run_on_copy(
     quiet: bool = False,
     every_case: bool = False,
     logs: Path | None = None,
+    reverted: list[str] | None = None,
 ) -> Outcome | None:
     """Every check the setup's task has, on a scratch copy of its source with `patch` applied
-    (None: as shipped), its cases confined as the setup says. PatchError when it does not
-    apply; None after an internal failure."""
+    (None: as shipped) and its protected paths put back (added to `reverted`), its cases
+    confined as the setup says. PatchError when it does not apply; None after an internal
+    failure."""
     from ssebench.core.daemons.local import patched_copy
     from ssebench.core.grade import save_logs
     from ssebench.core.orchestrator import run_checks
 
     assert setup.task is not None
     try:
-        with patched_copy(setup.task, patch) as copy:
+        with patched_copy(setup.task, patch, reverted) as copy:
             if setup.mechanism is not None:
                 _announce_once(setup.mechanism, quiet)
             on_copy = dataclasses.replace(setup, tree=copy)
@@ -115,45 +117,66 @@ def logs_folder(path: Path | None) -> Path | None:
 
 def _grade_patch(args: argparse.Namespace) -> int:
     from ssebench.core.daemons.local import read_patch
-    from ssebench.core.grade import patched_grade_json
+    from ssebench.core.grade import patched_grade_json, reviewed
+    from ssebench.core.signals import find_signals
+    from ssebench.core.watch import watch_for
 
     if args.task is None:
         raise ConfigError("--patch grades a pristine copy of a task: use it with --task DIR")
     setup = root.setup(args, confine=False)
+    assert setup.task is not None
     patch = read_patch(args.patch)
     args.logs = logs_folder(args.logs)
+    signals = find_signals(patch, watch_for(setup.task))  # read as data: before anything runs
+    reverted: list[str] = []
     try:
-        answer = (_docker_grade if args.backend == "docker" else _local_grade)(setup, patch, args)
+        grade = _docker_grade if args.backend == "docker" else _local_grade
+        answer = grade(setup, patch, args, reverted)
     except PatchError as exc:
         print(f"ssebench: the patch does not apply: {exc}", file=sys.stderr)
         answer = patched_grade_json(None, str(exc))
     if isinstance(answer, int):
         return answer
+    answer = reviewed(answer, reverted, signals)
     print(json.dumps(answer, indent=2))
     return EXIT_OK if answer["resolved"] else EXIT_FAILED
 
 
-def _local_grade(setup: Setup, patch: bytes, args: argparse.Namespace) -> dict[str, Any] | int:
+def _local_grade(
+    setup: Setup, patch: bytes, args: argparse.Namespace, reverted: list[str]
+) -> dict[str, Any] | int:
     from ssebench.core.grade import patched_grade_json
 
     setup = root.confined(setup, args.isolation)
     progress = evaluate.stderr_progress(args.quiet)
-    outcome = run_on_copy(setup, patch, progress, quiet=args.quiet, logs=args.logs)
+    outcome = run_on_copy(
+        setup, patch, progress, quiet=args.quiet, logs=args.logs, reverted=reverted
+    )
     return EXIT_INTERNAL if outcome is None else patched_grade_json(outcome, None)
 
 
-def _docker_grade(setup: Setup, patch: bytes, args: argparse.Namespace) -> dict[str, Any] | int:
-    """In the task's image: isolation is chosen there (this machine's may not work inside)."""
+def _docker_grade(
+    setup: Setup, patch: bytes, args: argparse.Namespace, reverted: list[str]
+) -> dict[str, Any] | int:
+    """In the task's image: isolation is chosen there (this machine's may not work inside).
+    The copy is patched and put back here, so what was put back is known here."""
     from ssebench.core.backends import docker
 
     assert setup.task is not None
     return docker.grade_patch(
-        setup.task, patch, logs=args.logs, isolation=args.isolation, quiet=args.quiet
+        setup.task,
+        patch,
+        logs=args.logs,
+        isolation=args.isolation,
+        quiet=args.quiet,
+        reverted=reverted,
     )
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from ssebench.core.daemons.local import read_patch
+    from ssebench.core.skeleton import unfinished
+    from ssebench.core.taskwarnings import task_warnings
     from ssebench.core.validation import (
         FIXED,
         SHIPPED,
@@ -166,8 +189,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
     fix = read_patch(args.fix)
     logs = logs_folder(args.logs)
     setup = root.confined(setup, args.isolation)
+    assert setup.task is not None  # --task is required
     runs: dict[str, list[Outcome]] = {SHIPPED: [], FIXED: []}
     fix_error = None
+    reverted: list[str] = []  # what the fix changed of the protected paths, in every run
+    on_copy = functools.partial(
+        run_on_copy, setup, quiet=args.quiet, every_case=True, reverted=reverted
+    )
     for run in range(1, args.runs + 1):
         for side, patch in ((SHIPPED, None), (FIXED, fix)):
             if patch is not None and fix_error is not None:
@@ -175,16 +203,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
             progress = evaluate.stderr_progress(args.quiet, f"run {run} of {args.runs}, {side}: ")
             kept = logs / f"run-{run}" / side.replace(" ", "-") if logs is not None else None
             try:
-                outcome = run_on_copy(
-                    setup, patch, progress, quiet=args.quiet, every_case=True, logs=kept
-                )
+                outcome = on_copy(patch, progress, logs=kept)
             except PatchError as exc:
                 fix_error = str(exc)
                 continue
             if outcome is None:
                 return EXIT_INTERNAL
             runs[side].append(outcome)
-    validation = judge_task(runs[SHIPPED], runs[FIXED], fix_error)
+    commands = {key: table.cases for key, table in setup.task.checks.items()}
+    problems, warnings = unfinished(commands, setup.task.source, fix)
+    found = (problems, [*warnings, *task_warnings(setup.task, reverted)])
+    validation = judge_task(runs[SHIPPED], runs[FIXED], fix_error, found=found)
     if args.json:
         print(json.dumps(validation_json(validation), indent=2))
     else:

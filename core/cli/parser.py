@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from ssebench.core.backends import BACKEND_HELP, BACKENDS
+from ssebench.core.cli.flagrules import OnceParser, url_host
 from ssebench.core.levels import LevelError, parse_level
 from ssebench.core.settings import DAEMON_API_HELP, DAEMON_APIS, daemon_url, positive_seconds
 
@@ -45,9 +46,10 @@ _NUMBER = re.compile(r"-[0-9]+|-[0-9]*\.[0-9]+")  # a negative number is a value
 ISOLATIONS = ("auto", "bubblewrap", "landlock")
 
 
-class _Parser(argparse.ArgumentParser):
+class _Parser(OnceParser):
     """One-line errors, exit status 2; a misspelt flag is named before a required one it left
-    missing (argparse would only say `--task` is required after `--taks DIR`)."""
+    missing (argparse would only say `--task` is required after `--taks DIR`); a flag given
+    twice is refused (flagrules.py)."""
 
     _given: Sequence[str] = ()
 
@@ -137,6 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
     _grading_flags(grade, where)
     _validate_flags(command("validate", VALIDATE_HELP))
     command("plugins", "list the discovered checks")
+    new = command("new", "write a commented skeleton task for an author to fill in")
+    new.add_argument("dir", type=Path, metavar="DIR", help="the new task's folder")
     daemon = command("daemon", "run the daemon alone")
     _task_flag(daemon, required=True)
     _address_flags(daemon, "daemon", DAEMON_PORT)
@@ -150,8 +154,8 @@ def build_parser() -> argparse.ArgumentParser:
     config = command("mcp-config", CONFIG_HELP)
     config.add_argument("agent", choices=("claude", "codex", "json"))
     config.add_argument(
-        "--host", default=PUBLIC_HOST, help="the server's host as the agent reaches it "
-        f"(default {PUBLIC_HOST})"
+        "--host", type=url_host, default=PUBLIC_HOST, help="the server's host as the agent "
+        f"reaches it (default {PUBLIC_HOST})"
     )  # fmt: skip
     config.add_argument(
         "--port", type=_port, default=MCP_PORT, help=f"the server's port (default {MCP_PORT})"
@@ -249,10 +253,7 @@ def _isolation_flags(cmd: argparse.ArgumentParser) -> None:
         help="run the agent's build, tests and PoCs unconfined (a warning at every start)",
     )
     cmd.add_argument(
-        "--case-user",
-        metavar="USER",
-        help="the user cases run as, a name or a uid (default: a uid of their own per daemon; "
-        "root only)",
+        "--case-user", metavar="USER", help="who cases run as (root only; a name or uid)"
     )
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ssebench.core.daemons.local import Mechanism, Task, choose_isolation, load_task
+from ssebench.core.errors import DaemonError
 from ssebench.core.orchestrator import Daemon
 from ssebench.core.registry import Registry, build_registry
 from ssebench.core.settings import Settings, load_settings
@@ -95,6 +96,8 @@ async def open_daemon(
     from ssebench.core.daemons.connect import unsupported_warning
 
     async with connect(api, setup.settings.daemon_url, grading=grading) as remote:
+        if grading and remote.problem is not None:  # a grade cannot wait for one to start
+            raise DaemonError(f"no daemon answers at {remote.location} ({remote.problem})")
         print(f"ssebench: daemon: {remote.description}", file=sys.stderr, flush=True)
         if names := remote.unsupported(setup.registry.checks):
             print(f"ssebench: warning: {unsupported_warning(names)}", file=sys.stderr)

@@ -1,17 +1,20 @@
 """The container entrypoint, `ssebench run`: the server beside the agent's command.
 
-`run` starts `ssebench serve` as a child, waits until the MCP endpoint answers a real
-`initialize`, then runs the agent's command with our standard streams and exits with its status.
+`run` binds the server's ports itself and starts `ssebench serve` as a child on those sockets,
+so whatever answers there is its own server, never another one holding the port (another
+task's, at another level); it waits until the MCP endpoint answers a real `initialize`, then
+runs the agent's command with our standard streams and exits with its status.
 The server has its own session, so a Ctrl+C at a terminal reaches the agent and not the server;
 the server's stdout goes to our stderr, so the agent's stdout carries only the agent's output.
 
-Exit statuses: CMD's own (128+N when signal N ended it); 2 when the server cannot start (its
-one-line error is already on stderr) and CMD never runs; 3 when the server did not answer within
-SSE_MCP_TIMEOUT seconds, also without running CMD; 127 when CMD cannot be found.
+Exit statuses: CMD's own (128+N when signal N ended it); 2 when a port is taken or the server
+cannot start (its one-line error is already on stderr), and CMD never runs; 3 when the server
+did not answer within SSE_MCP_TIMEOUT seconds, also without running CMD; 127 when CMD cannot be
+found.
 
 SIGTERM and SIGINT go on to CMD; when CMD ends, however it ends, the server gets SIGTERM, which
 stops a running call (and its process group) before the server exits. The server gets serve's
-flags as they were given to `run` (core/cli/parser.py's serve_argv); CMD sees the environment we
+flags as they were given to `run` (core/cli/serve.py's serve_argv); CMD sees the environment we
 were given, unchanged.
 As PID 1 of a container, run under an init that reaps orphans (`docker run --init`): we wait
 only for our own two children.
@@ -22,10 +25,12 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from types import FrameType
 
 import httpx
@@ -60,13 +65,16 @@ def initialize_request() -> dict[str, object]:
     }
 
 
-def answers_initialize(client: httpx.Client, url: str) -> bool:
-    """True once the endpoint completes an MCP handshake; the session is closed right after."""
+def answers_initialize(client: httpx.Client, url: str, wait: float | None = None) -> bool:
+    """True once the endpoint completes an MCP handshake; the session is closed right after.
+    `wait`: seconds the answer may take (default: the client's timeout)."""
+    timeout = httpx.USE_CLIENT_DEFAULT if wait is None else httpx.Timeout(2.0, read=wait)
     try:
         response = client.post(
             url,
             json=initialize_request(),
             headers={"Accept": "application/json, text/event-stream"},
+            timeout=timeout,
         )
     except httpx.HTTPError:
         return False
@@ -86,7 +94,10 @@ def wait_for_server(server: subprocess.Popen[bytes], url: str, timeout: float) -
         while True:
             if server.poll() is not None:
                 return EXIT_SERVER_FAILED
-            if answers_initialize(client, url):
+            # The socket is the server's alone, bound before it started: a connection waits
+            # there until the server takes it, so one request waits for it to be up (and fails
+            # at once should it exit, which closes the socket).
+            if answers_initialize(client, url, wait=max(deadline - time.monotonic(), 0.1)):
                 return None
             if time.monotonic() >= deadline:
                 print(
@@ -148,26 +159,47 @@ def _raise_terminated(signum: int, frame: FrameType | None) -> None:
     raise _Terminated
 
 
+@dataclass(frozen=True)
+class Server:
+    """How `run` starts its server: serve's flags, the sockets it listens on (bound by `run`,
+    handed over by their descriptors, so no other server can answer in its place), and its
+    environment."""
+
+    argv: Sequence[str]
+    sockets: Sequence[socket.socket]
+    env: Mapping[str, str]
+
+    def start(self) -> subprocess.Popen[bytes]:
+        from ssebench.core.server.listen import HANDED_OVER  # loaded already: it bound them
+
+        fds = [sock.fileno() for sock in self.sockets]
+        try:
+            return subprocess.Popen(
+                [*SSEBENCH, "serve", *self.argv],
+                env={**self.env, HANDED_OVER: ",".join(map(str, fds))},
+                pass_fds=fds,
+                stdin=subprocess.DEVNULL,
+                stdout=sys.stderr.fileno(),
+                start_new_session=True,  # a terminal's Ctrl+C is for the agent, not the server
+            )
+        finally:
+            for sock in self.sockets:  # the server's now: ours would keep the port after it
+                sock.close()
+
+
 def run(
-    serve_argv: Sequence[str],
+    server: Server,
     command: Sequence[str],
     url: str,
     timeout: float,
-    env: dict[str, str],
     finished: Callable[[int], int] = lambda status: status,
 ) -> int:
     """Start the server, wait for it, run CMD, stop the server; CMD's status comes back, passed
     through `finished` (called only when CMD ran, once the server is stopped)."""
     previous = signal.signal(signal.SIGTERM, _raise_terminated)
-    server = subprocess.Popen(
-        [*SSEBENCH, "serve", *serve_argv],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=sys.stderr.fileno(),
-        start_new_session=True,  # a terminal's Ctrl+C is for the agent, not for the server
-    )
+    started = server.start()
     try:
-        failed = wait_for_server(server, url, timeout)
+        failed = wait_for_server(started, url, timeout)
         if failed is not None:
             return failed
         status = run_command(command)
@@ -175,5 +207,5 @@ def run(
         return 128 + signal.SIGTERM
     finally:
         signal.signal(signal.SIGTERM, previous)
-        stop(server)
+        stop(started)
     return finished(status)

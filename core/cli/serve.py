@@ -104,6 +104,14 @@ def serve_setup(args: argparse.Namespace, *, confine: bool = True) -> root.Setup
     return setup
 
 
+def addresses(args: argparse.Namespace, embedded: bool) -> list[tuple[str, int, str]]:
+    """Where serve listens, each with the flag that chose it: MCP, then an embedded daemon."""
+    listen = [(args.host, args.port, "--port")]
+    if embedded:
+        listen.append((DAEMON_HOST, args.daemon_port, "--daemon-port, the embedded daemon's port"))
+    return listen
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     setup = serve_setup(args)  # refused before the imports
     task, settings = setup.task, setup.settings
@@ -111,13 +119,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from ssebench.core.daemons.inprocess import http_adapter
         from ssebench.core.daemons.local import log_owner
         from ssebench.core.server import http
-        from ssebench.core.server.listen import bind_all
+        from ssebench.core.server.listen import bind_all, handed_over
 
     logging.getLogger("ssebench").setLevel(logging.INFO)
-    listen = [(args.host, args.port, "--port")]
-    if task is not None:
-        listen.append((DAEMON_HOST, args.daemon_port, "--daemon-port, the embedded daemon's port"))
-    sockets = bind_all(listen)
+    listen = addresses(args, task is not None)
+    sockets = handed_over(listen) or bind_all(listen)
     announce(setup.mechanism)
     warn_remote(args.host, "serving test_patch")
     where = "sidecar mode"
@@ -146,6 +152,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from ssebench.core.cli import run
+    from ssebench.core.server.listen import bind_all
 
     command = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     if not command:
@@ -153,21 +160,24 @@ def cmd_run(args: argparse.Namespace) -> int:
     # The server would refuse the same settings, but checking here never starts it at all.
     setup = serve_setup(args, confine=False)
     settings, task = setup.settings, setup.task
-    serve = serve_argv(args)
-    env = dict(os.environ)
+    if args.prediction_out is None and (args.model is not None or args.task_id is not None):
+        raise ConfigError("--model and --task-id name a prediction: use --prediction-out FILE")
+    if args.prediction_out is not None and task is None:
+        raise ConfigError("--prediction-out records the change to a task's tree: use --task DIR")
+    # Bound here and handed to the server: a port another server holds is refused before
+    # anything starts, and no other server can answer in our server's place.
+    sockets = bind_all(addresses(args, task is not None))
     # An unspecified address listens on loopback too; the guard accepts 127.0.0.1 as Host.
     probe = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(args.host, args.host)
     url = f"http://{url_host(probe)}:{args.port}/mcp"
+    server = run.Server(serve_argv(args), sockets, dict(os.environ))
     if args.prediction_out is None:
-        if args.model is not None or args.task_id is not None:
-            raise ConfigError("--model and --task-id name a prediction: use --prediction-out FILE")
-        return run.run(serve, command, url, settings.mcp_timeout, env)
-    if task is None:
-        raise ConfigError("--prediction-out records the change to a task's tree: use --task DIR")
+        return run.run(server, command, url, settings.mcp_timeout)
     from ssebench.core.cli.prediction import recorded
 
+    assert task is not None
     with recorded(task, args.prediction_out, args.task_id, args.model or DEFAULT_MODEL) as done:
-        return run.run(serve, command, url, settings.mcp_timeout, env, done)
+        return run.run(server, command, url, settings.mcp_timeout, done)
 
 
 def serve_argv(args: argparse.Namespace) -> list[str]:

@@ -105,6 +105,7 @@ class DaemonConnection:
         self.timeouts = timeouts
         self.found: Daemon | None = None
         self.description = ""
+        self.problem: str | None = None  # why no daemon of the API answered the last probe
         self._lock = asyncio.Lock()
         self._warn_at_first_call = False
         if self.api == "native":
@@ -131,6 +132,7 @@ class DaemonConnection:
         """Probe GET /v1/health, then GET /version; settle the API when it was 'auto'."""
         where = f"at {self.location}"
         tried = []
+        self.problem = None
         try:
             if self.api != "ssebench":
                 tried.append(f"GET {API_PREFIX}/health")
@@ -150,6 +152,7 @@ class DaemonConnection:
             problem = f"{' and '.join(tried)} got no answer of that API"
         except _Unreachable as exc:
             problem = str(exc)
+        self.problem = problem
         if self.found is not None:
             api = "native" if self.api == "native" else "upstream ssebench"
             return f"the {api} daemon API {where}, not answering yet ({problem})"

@@ -13,14 +13,17 @@ from ssebench.core.errors import ConfigError
 from ssebench.daemon.cases import log_owner
 from ssebench.daemon.confine.choice import NONE, available, choose
 from ssebench.daemon.confine.mechanism import IsolationError, Mechanism
+from ssebench.daemon.confine.policy import SYSTEM
 from ssebench.daemon.confine.user import case_user, own_user, protect_self
 from ssebench.daemon.guard import make_folder, remove_folder
+from ssebench.daemon.protect import unmatched_globs
 from ssebench.daemon.runnercopy import RunnerCopy
 from ssebench.daemon.scratch import copy_tree, patched_copy, read_patch
 from ssebench.daemon.task import Task, load_task
 
 __all__ = [
     "NONE",
+    "SYSTEM",
     "Mechanism",
     "Task",
     "available",
@@ -34,6 +37,7 @@ __all__ = [
     "read_patch",
     "remove_folder",
     "runner_copy",
+    "unmatched_globs",
 ]
 
 

@@ -1,7 +1,8 @@
 """Listening sockets and uvicorn, for `serve` and `daemon` alike: bound before anything is said.
 
 Binding (and listening) first makes a port in use, or one port given twice, a one-line error
-before the command announces anything; then one SIGINT or SIGTERM stops every app together,
+before the command announces anything (`ssebench run` binds them itself, before its server
+starts, and hands them over); then one SIGINT or SIGTERM stops every app together,
 quietly (core/server/quiet.py).
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import socket
 import sys
@@ -21,6 +23,7 @@ from ssebench.core.errors import ConfigError
 from ssebench.core.server.quiet import QuietStop
 
 STOP_GRACE = 1  # seconds a request may take to finish once we stop; a running call is cut
+HANDED_OVER = "SSEBENCH_LISTEN_FDS"  # `ssebench run` to its server: the sockets it bound
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -53,6 +56,19 @@ def bind_all(addresses: Sequence[tuple[str, int, str]]) -> list[socket.socket]:
             reason = exc.strerror or str(exc)
             raise ConfigError(f"cannot listen on {host}:{port} ({chosen_by}): {reason}") from None
     return sockets
+
+
+def handed_over(addresses: Sequence[tuple[str, int, str]]) -> list[socket.socket] | None:
+    """The sockets `ssebench run` bound for these addresses and handed to its server (their
+    descriptors in HANDED_OVER), so no other server can answer in its place; None when this
+    process was given none. The variable is consumed: no child of ours sees it."""
+    raw = os.environ.pop(HANDED_OVER, None)
+    if raw is None:
+        return None
+    fds = [int(fd) for fd in raw.split(",") if fd.isdigit()]
+    if len(fds) != len(addresses):
+        raise ConfigError(f"{HANDED_OVER}={raw!r}: expected {len(addresses)} descriptors")
+    return [socket.socket(fileno=fd) for fd in fds]
 
 
 class _Server(uvicorn.Server):

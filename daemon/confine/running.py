@@ -58,6 +58,17 @@ class Case:
     over: str = ""  # the limit it went over, which stopped it
     fault: str = ""  # why it says nothing of the patch: the machine failed it
 
+    def over_limits(self, count: int, memory: int) -> tuple[str, str]:
+        """(the limit it went over, why the machine failed it), each "" when not, given the
+        processes it runs and the memory they hold."""
+        limits = self.policy.limits
+        if count > limits.processes:
+            return f"{limits.processes} processes", ""
+        if memory > limits.memory_mb << 20:
+            return f"{limits.memory_mb} MB of memory", ""
+        kind, why = self.disk.look()
+        return (why, "") if kind == "over" else ("", why)
+
     def copy(self) -> None:
         """Move what the pipe holds into the log, up to the limit; drop the rest. A log that
         cannot be written is a fault of the machine (a full disk), never of the patch."""

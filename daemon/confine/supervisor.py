@@ -164,16 +164,7 @@ class Supervisor:
         if now < self.checked_at + LIMIT_TICK:
             return
         self.checked_at = now
-        limits = case.policy.limits
-        count, memory = usage()
-        over, fault = "", ""
-        if count > limits.processes:
-            over = f"{limits.processes} processes"
-        elif memory > limits.memory_mb << 20:
-            over = f"{limits.memory_mb} MB of memory"
-        else:
-            kind, why = case.disk.look()
-            over, fault = (why, "") if kind == "over" else ("", why)
+        over, fault = case.over_limits(*usage())
         if over or fault:
             case.killed += kill_all(self.reap)
             case.over, case.fault = over, case.fault or fault

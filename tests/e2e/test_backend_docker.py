@@ -25,8 +25,9 @@ from ssebench.core.backends.bundle import ensure_bundle, host_suffix
 from ssebench.core.backends.docker import BOOT
 from ssebench.testing import task_toml
 from ssebench.testing.images import TASK_IMAGE, containers_with, docker_missing, with_image
-from ssebench.testing.servers import ssebench_argv
+from ssebench.testing.servers import ssebench_argv, start_child
 
+from .rigtasks import C_RIGS, patch_of
 from .runs import RunCli, graded, untimed
 from .test_batch import results
 from .test_grade_patch import BUILD_OUTPUTS, EXAMPLES
@@ -38,6 +39,7 @@ pytestmark = [
     pytest.mark.skipif(MISSING is not None, reason=f"--backend docker: {MISSING}"),
 ]
 NOT_APPLYING = "--- a/nope.c\n+++ b/nope.c\n@@ -1 +1 @@\n-x\n+y\n"
+ADD_FILE = "--- /dev/null\n+++ b/applied.txt\n@@ -0,0 +1 @@\n+patched on the host\n"
 
 
 @pytest.fixture(scope="module")
@@ -60,6 +62,24 @@ def predictions(tasks: Path, path: Path) -> Path:
     return path
 
 
+def test_a_rig_is_put_back_and_flagged_in_the_image_as_here(
+    run_cli: RunCli, tasks: Path, tmp_path: Path
+) -> None:
+    """The image grades the copy put back on the host: the same verdict, reverted and signals."""
+    rig = C_RIGS["sanitizer off in the Makefile"]
+    patch = patch_of(tasks / "c-rle", rig, tmp_path / "rig.diff")
+    found = {}
+    for backend in ("local", "docker"):
+        args = ["--task", str(tasks / "c-rle"), "--patch", str(patch), "--backend", backend]
+        done = run_cli("grade", *args, "--quiet", timeout=600)
+        found[backend] = untimed(json.loads(done.stdout))
+    assert found["docker"] == found["local"]
+    signals = [signal["kind"] for signal in found["local"]["signals"]]
+    assert (found["local"]["resolved"], found["local"]["protected"], signals) == (
+        False, {"reverted": ["Makefile"]}, ["protected-edit", "sanitizer-off"],
+    )  # fmt: skip
+
+
 def test_both_backends_agree_on_every_example_verdict(
     run_cli: RunCli, tasks: Path, tmp_path: Path
 ) -> None:
@@ -67,15 +87,17 @@ def test_both_backends_agree_on_every_example_verdict(
     local = graded(run_cli, tasks, preds, tmp_path / "local", "local")
     docker = graded(run_cli, tasks, preds, tmp_path / "docker", "docker")
     assert docker == local
-    assert results(tmp_path / "docker") == {
+    assert results(tmp_path / "docker") == {  # an empty patch is not graded in either
         f"{model}/{task}": model == "gold"
         for task in ("c-rle", "py-config")
-        for model in ("gold", "partial", "empty", "bad")
+        for model in ("gold", "partial", "bad")
     }
     assert local["summary"]["errors"] == 0
+    assert local["summary"]["empty_patch_ids"] == ["empty/c-rle", "empty/py-config"]
     bad = local["bad/c-rle"]["result"]
     applied = {"applied": False, "error": "nope.c: No such file or directory"}
-    assert bad == {"resolved": False, "patch": applied, "checks": []}
+    assert bad == {"resolved": False, "patch": applied, "protected": {"reverted": []},
+                   "signals": [], "checks": []}  # fmt: skip
     partial = local["partial/py-config"]["result"]["checks"][1]
     assert (partial["status"], [c["passed"] for c in partial["cases"]]) == ("failed", [True, False])
     grade_log = (tmp_path / "docker" / "gold" / "c-rle" / "grade.log").read_text()
@@ -124,6 +146,25 @@ def test_the_container_is_what_the_grade_promises(run_cli: RunCli, tmp_path: Pat
     assert sorted(p.name for p in task.rglob("*")) == ["src", "task.toml"]
 
 
+def test_relative_paths_are_taken_from_the_working_folder(tmp_path: Path) -> None:
+    """Docker mounts absolute paths only: a relative --out or --logs was an error each."""
+    task = tmp_path / "tasks" / "t"
+    (task / "src").mkdir(parents=True)
+    (task / "task.toml").write_text(
+        f'image = "{TASK_IMAGE}"\n' + task_toml({"build": "cat applied.txt"})
+    )
+    (tmp_path / "p.jsonl").write_text(json.dumps({"task": "t", "model": "m", "patch": ADD_FILE}))
+    (tmp_path / "p.diff").write_text(ADD_FILE)
+    for args, logs in [
+        (["--tasks", "tasks", "--predictions", "p.jsonl", "--out", "out"], "out/m/t/logs"),
+        (["--task", "tasks/t", "--patch", "p.diff", "--logs", "logs"], "logs"),
+    ]:
+        argv = ssebench_argv("grade", *args, "--backend", "docker")
+        done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert (tmp_path / logs / "build-0.log").read_text() == "patched on the host\n"
+
+
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
 def test_a_container_never_outlives_its_grade(tmp_path: Path, sig: signal.Signals) -> None:
     task, tmpdir = tmp_path / "task", tmp_path / "tmpdir"
@@ -131,7 +172,7 @@ def test_a_container_never_outlives_its_grade(tmp_path: Path, sig: signal.Signal
     tmpdir.mkdir()
     (task / "task.toml").write_text(f'image = "{TASK_IMAGE}"\n' + task_toml({"build": "sleep 120"}))
     argv = ssebench_argv("grade", "--task", str(task), "--patch", os.devnull, "--backend", "docker")
-    proc = subprocess.Popen(argv, env={**os.environ, "TMPDIR": str(tmpdir)},
+    proc = start_child(argv, env={**os.environ, "TMPDIR": str(tmpdir)},
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
     deadline = time.monotonic() + 120
     while not containers_with(task):
@@ -159,7 +200,7 @@ def test_what_cannot_be_graded_in_docker_is_an_error_line_each(
         head = f'image = "{image}"\n' if image else ""
         (tasks / name / "task.toml").write_text(head + task_toml({"build": "true"}))
     preds = tmp_path / "p.jsonl"
-    lines = [json.dumps({"task": name, "patch": ""}) for name in ("gone", "ok", "plain")]
+    lines = [json.dumps({"task": name, "patch": ADD_FILE}) for name in ("gone", "ok", "plain")]
     preds.write_text("\n".join(lines) + "\n")
     out = tmp_path / "out"
     done = run_cli("grade", "--tasks", str(tasks), "--predictions", str(preds), "--out", str(out),

@@ -13,6 +13,7 @@ import pytest
 from ssebench.testing import task_toml
 
 from .test_batch import RunCli
+from .test_validate import AS_SHIPPED
 
 
 @pytest.fixture
@@ -48,7 +49,7 @@ def test_docker_missing(run_cli: RunCli, task: Path, tmp_path: Path) -> None:
     args = ["--task", str(task), "--patch", os.devnull, "--backend", "docker"]
     assert one_line(run_cli, "grade", *args, env=env) == error
     preds = tmp_path / "p.jsonl"
-    preds.write_text(json.dumps({"task": "task", "patch": ""}) + "\n")
+    preds.write_text(json.dumps({"task": "task", "patch": AS_SHIPPED}) + "\n")
     out = tmp_path / "out"
     run = ["--tasks", str(tmp_path), "--predictions", str(preds), "--out", str(out)]
     assert one_line(run_cli, "grade", *run, "--backend", "docker", env=env) == error
@@ -59,7 +60,7 @@ def test_docker_missing(run_cli: RunCli, task: Path, tmp_path: Path) -> None:
 def test_docker_not_running(run_cli: RunCli, task: Path, tmp_path: Path) -> None:
     env = {**os.environ, "DOCKER_HOST": f"unix://{tmp_path}/no-daemon.sock"}
     preds = tmp_path / "p.jsonl"
-    preds.write_text(json.dumps({"task": "task", "patch": ""}) + "\n")
+    preds.write_text(json.dumps({"task": "task", "patch": AS_SHIPPED}) + "\n")
     run = ["--tasks", str(tmp_path), "--predictions", str(preds), "--out", str(tmp_path / "o")]
     for args in (["--task", str(task), "--patch", os.devnull], run):
         error = one_line(run_cli, "grade", *args, "--backend", "docker", env=env)

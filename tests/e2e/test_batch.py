@@ -17,10 +17,11 @@ import pytest
 
 from ssebench.core.cli.run import SSEBENCH
 from ssebench.testing import task_toml
+from ssebench.testing.servers import start_child
 
 from .runs import make_tasks
 from .test_grade_patch import tree_hash
-from .test_validate import FIX
+from .test_validate import AS_SHIPPED, FIX
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -88,17 +89,27 @@ def test_a_run_its_rerun_and_its_shards(run_cli: RunCli, tasks: Path, tmp_path: 
         "resolved_ids": ["m1/c-rle", "m1/small-a", "org/m2/small-b"],
         "unresolved_ids": ["org/m2/c-rle", "org/m2/small-a"],
         "error_list": errors,
-    }
-    assert results(out) == {
+        "empty_patch_ids": ["org/m2/small-a"],
+        "incomplete_ids": [],
+        "flagged_ids": [],
+        "models": {
+            "m1": {"total": 4, "resolved": 2, "unresolved": 0, "errors": 2, "empty_patch": 0,
+                   "incomplete": 0, "resolved_rate": 2 / 3},
+            "org/m2": {"total": 3, "resolved": 1, "unresolved": 2, "errors": 0, "empty_patch": 1,
+                       "incomplete": 0, "resolved_rate": 1 / 3},
+        },
+    }  # fmt: skip
+    assert results(out) == {  # the empty patch is not graded: nothing written for it
         "m1/c-rle": True,
         "m1/small-a": True,
         "org__m2/c-rle": False,
-        "org__m2/small-a": False,
         "org__m2/small-b": True,
     }
+    assert not (out / "org__m2" / "small-a").exists()
+    assert (out / "index.html").is_file()
     lines = whole["stderr"].splitlines()
     assert f"ssebench: [1/8] error: {preds}:4: not valid JSON (Expecting value)" in lines
-    assert f"ssebench: [2/8] error: {preds}:6: no patch (`patch` or `model_patch`)" in lines
+    assert f"ssebench: [3/8] error: {preds}:6: no patch (`patch` or `model_patch`)" in lines
     tally = "8 predictions: 3 resolved, 2 unresolved, 3 errors"
     assert lines[-1] == f"ssebench: {tally}; 0 reused from an earlier run ({out}/summary.json)"
     # Its files: the patch graded, every case's log, the grade's own stderr.
@@ -114,11 +125,13 @@ def test_a_run_its_rerun_and_its_shards(run_cli: RunCli, tasks: Path, tmp_path: 
     stamps = {p: p.stat().st_mtime_ns for p in out.glob("*/*/*") if p.is_file()}
     again = run(run_cli, tasks, preds, out, "-j", "2")
     assert again["summary"] == whole["summary"]
-    assert again["stderr"].splitlines()[-1].startswith(f"ssebench: {tally}; 5 reused from an ")
+    assert again["stderr"].splitlines()[-1].startswith(f"ssebench: {tally}; 4 reused from an ")
     assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
     graded = [line for line in again["stderr"].splitlines() if ": resolved" in line or
               ": unresolved" in line]  # fmt: skip
-    assert len(graded) == 5 and all(line.endswith("(graded before)") for line in graded)
+    assert len(graded) == 5 and sum(line.endswith("(graded before)") for line in graded) == 4
+    assert any(line.endswith("] org/m2/small-a: unresolved (empty patch: not graded)")
+               for line in graded)  # fmt: skip
 
     # Two shards, each in an output of its own: their union is the whole run.
     shards = [
@@ -129,7 +142,10 @@ def test_a_run_its_rerun_and_its_shards(run_cli: RunCli, tasks: Path, tmp_path: 
     assert not set(results(tmp_path / "shard0")) & set(results(tmp_path / "shard1"))
     for key in ("total", "resolved", "unresolved", "errors"):
         assert sum(s["summary"][key] for s in shards) == whole["summary"][key]
-    assert (tmp_path / "shard1" / "summary-1-of-2.json").is_file()
+    assert sorted(p.name for p in (tmp_path / "shard1").glob("*-of-*")) == [
+        "index-1-of-2.html", "summary-1-of-2.json",
+    ]  # fmt: skip
+    assert [s["summary"]["incomplete_ids"] for s in shards] == [[], []]
 
 
 @pytest.mark.parametrize(
@@ -171,10 +187,10 @@ def test_a_stopped_run_leaves_no_scratch_and_resumes(
     toml = tasks / "slow" / "task.toml"
     toml.write_text(task_toml({"build": "touch started; sleep 60"}))
     preds = tmp_path / "p.jsonl"
-    preds.write_text('{"task": "slow", "patch": "", "model": "a"}\n'
-                     '{"task": "slow", "patch": "", "model": "b"}\n')  # fmt: skip
+    preds.write_text("".join(json.dumps({"task": "slow", "patch": AS_SHIPPED, "model": m}) + "\n"
+                             for m in "ab"))  # fmt: skip
     args = ["--tasks", str(tasks), "--predictions", str(preds), "--out", str(out), "-j", "2"]
-    proc = subprocess.Popen([*SSEBENCH, "grade", *args], env={**os.environ, "TMPDIR": str(tmpdir)},
+    proc = start_child([*SSEBENCH, "grade", *args], env={**os.environ, "TMPDIR": str(tmpdir)},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
     deadline = time.monotonic() + 60
     while len(list(tmpdir.glob("ssebench-*/ssebench-grade-*/*/started"))) < 2:

@@ -19,8 +19,9 @@ import pytest
 from ssebench.core.cli.run import SSEBENCH
 from ssebench.testing import task_toml
 from ssebench.testing.procs import assert_none_left
+from ssebench.testing.servers import start_child
 
-from .test_validate import FIX, SOUND
+from .test_validate import AS_SHIPPED, FIX, SOUND
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -62,7 +63,7 @@ def test_models_whose_folders_collide_never_share_a_verdict(
     tasks, out = make_tasks(tmp_path / "tasks", "t"), tmp_path / "out"
     both = write_lines(tmp_path / "both.jsonl",
                        {"task": "t", "model": "org/agent", "patch": FIX},
-                       {"task": "t", "model": "org__agent", "patch": ""})  # fmt: skip
+                       {"task": "t", "model": "org__agent", "patch": AS_SHIPPED})  # fmt: skip
     done, summary = grade(run_cli, tasks, both, out)
     error = ("model 'org__agent' would share the folder org__agent/t with model 'org/agent' "
              "of line 1")  # fmt: skip
@@ -71,7 +72,9 @@ def test_models_whose_folders_collide_never_share_a_verdict(
         [{"line": 2, "model": "org__agent", "task": "t", "error": error}],
     )
     assert done.returncode == 1
-    alone = write_lines(tmp_path / "alone.jsonl", {"task": "t", "model": "org__agent", "patch": ""})
+    alone = write_lines(
+        tmp_path / "alone.jsonl", {"task": "t", "model": "org__agent", "patch": AS_SHIPPED}
+    )
     done, summary = grade(run_cli, tasks, alone, out)
     error = f"{out}/org__agent/t holds the verdict of model 'org/agent', not of 'org__agent'"
     assert (summary["resolved"], summary["unresolved"], summary["error_list"]) == (
@@ -106,7 +109,7 @@ def test_a_verdict_is_reused_only_for_the_same_patch_task_and_ssebench(
 ) -> None:
     tasks, out = make_tasks(tmp_path / "tasks", "t"), tmp_path / "out"
     preds = tmp_path / "p.jsonl"
-    write_lines(preds, {"task": "t", "model": "m", "patch": ""})
+    write_lines(preds, {"task": "t", "model": "m", "patch": AS_SHIPPED})
     done, summary = grade(run_cli, tasks, preds, out)
     assert summary["unresolved_ids"] == ["m/t"]
     recorded = json.loads((out / "m" / "t" / "result.json").read_text())["graded_with"]
@@ -159,7 +162,7 @@ def test_a_grade_over_its_timeout_is_an_error_and_its_processes_are_killed(
     hang = "sleep 300 & trap '' TERM INT; sleep 300"  # a child left behind, a shell that stays
     (tasks / "slow" / "task.toml").write_text(task_toml({"build": hang}))
     preds = write_lines(tmp_path / "p.jsonl",
-                        {"task": "slow", "model": "m", "patch": ""},
+                        {"task": "slow", "model": "m", "patch": AS_SHIPPED},
                         {"task": "quick", "model": "m", "patch": FIX})  # fmt: skip
     started = time.monotonic()
     done, summary = grade(run_cli, tasks, preds, out, "--timeout", "3")
@@ -201,10 +204,10 @@ def test_ctrl_c_says_what_is_kept_and_that_a_rerun_resumes(tmp_path: Path) -> No
     (tasks / "slow" / "task.toml").write_text(task_toml({"build": "sleep 300"}))
     preds = write_lines(tmp_path / "p.jsonl",
                         {"task": "quick", "model": "m", "patch": FIX},
-                        {"task": "slow", "model": "m", "patch": ""},
-                        {"task": "slow", "model": "n", "patch": ""})  # fmt: skip
+                        {"task": "slow", "model": "m", "patch": AS_SHIPPED},
+                        {"task": "slow", "model": "n", "patch": AS_SHIPPED})  # fmt: skip
     args = ["--tasks", str(tasks), "--predictions", str(preds), "--out", str(out), "-j", "2"]
-    proc = subprocess.Popen([*SSEBENCH, "grade", *args], stdout=subprocess.PIPE,
+    proc = start_child([*SSEBENCH, "grade", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=dict(os.environ))  # fmt: skip
     try:
         deadline = time.monotonic() + 120

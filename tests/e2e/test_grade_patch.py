@@ -20,6 +20,7 @@ import pytest
 
 from ssebench.core.cli.run import SSEBENCH
 from ssebench.testing import TaskHandle
+from ssebench.testing.servers import start_child
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -151,6 +152,7 @@ def test_a_patch_that_does_not_apply_runs_no_check(
     code, answer, stderr = grade(run_cli, c_rle, stale, env)
     error = "patch failed: rle.c:88; rle.c: patch does not apply"
     assert (code, answer) == (1, {"resolved": False, "patch": {"applied": False, "error": error},
+                                  "protected": {"reverted": []}, "signals": [],
                                   "checks": []})  # fmt: skip
     assert stderr == f"ssebench: the patch does not apply: {error}\n"
 
@@ -286,7 +288,7 @@ def test_a_stopped_grade_leaves_no_scratch_copy(
     empty = tmp_path / "empty.patch"
     empty.write_text("")
     args = ["grade", "--task", str(task), "--patch", str(empty), "--quiet"]
-    proc = subprocess.Popen([*SSEBENCH, *args], env=env,
+    proc = start_child([*SSEBENCH, *args], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
     deadline = time.monotonic() + 60
     while not list(tmpdir.glob("ssebench-*/ssebench-grade-*/*/started")):

@@ -17,6 +17,8 @@ from ssebench.testing.servers import (
     free_port,
     port_is_free,
     run_ssebench,
+    serving,
+    start_child,
     taken_port,
 )
 
@@ -115,6 +117,25 @@ def test_server_that_cannot_start_exits_2_with_its_error(tmp_path: Path) -> None
     assert f"cannot listen on 127.0.0.1:{port} (--port): Address already in use" in done.stderr
 
 
+@pytest.mark.parametrize("flag", ["--port", "--daemon-port"])
+def test_a_port_another_ssebench_server_holds_never_starts_cmd(tmp_path: Path, flag: str) -> None:
+    """Another task's server at another level answers initialize on that port: `run` used to
+    take it for its own and start CMD, which then talked to the wrong server."""
+    other = make_task(tmp_path / "other", "failing")
+    task = make_task(tmp_path / "task", "bare")
+    marker = tmp_path / "cmd-ran"
+    with serving(tmp_path, other, 0) as held:
+        port = held.port if flag == "--port" else held.daemon_port
+        ports = {"--port": str(free_port()), "--daemon-port": str(free_port()), flag: str(port)}
+        args = ["--task", str(task), "--difficulty", "2", *(x for kv in ports.items() for x in kv)]
+        done = _run(tmp_path, args, ["touch", str(marker)])
+    assert (done.returncode, done.stdout, marker.exists()) == (2, "", False)
+    what = "--port" if flag == "--port" else "--daemon-port, the embedded daemon's port"
+    assert done.stderr.splitlines() == [
+        f"ssebench: error: cannot listen on 127.0.0.1:{port} ({what}): Address already in use"
+    ]
+
+
 def test_wait_that_runs_out(tmp_path: Path) -> None:
     """No server answers in 50 ms (it is still starting Python): say so, never run CMD."""
     task = make_task(tmp_path / "task", "bare")
@@ -140,7 +161,7 @@ def test_missing_command(tmp_path: Path) -> None:
 def test_signals_are_forwarded_to_cmd(tmp_path: Path, sig: signal.Signals) -> None:
     task = make_task(tmp_path / "task", "bare")
     ports = _ports()
-    proc = subprocess.Popen(
+    proc = start_child(
         [*SSEBENCH, "run", "--task", str(task), *ports, "--", sys.executable, "-c", SIGNAL_WAITER],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -13,7 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from ssebench.testing.servers import Server, clean_env, free_port, port_is_free, wait_healthy
+from ssebench.testing.servers import (
+    Server,
+    clean_env,
+    free_port,
+    port_is_free,
+    start_child,
+    wait_healthy,
+)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -128,7 +135,7 @@ def test_serve_example_removes_its_scratch_copy(
     ports = ["--port", str(port), "--daemon-port", str(daemon_port)]
     log = tmp_path / "serve-example.log"
     with log.open("wb") as out:
-        proc = subprocess.Popen(
+        proc = start_child(
             ["bash", "scripts/serve-example.sh", *ports],
             cwd=ROOT, env=venv_env, stdout=out, stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, as a terminal gives it

@@ -26,6 +26,8 @@ TRIGGERS = (
     "grep -q fixed state.txt || { echo 'ERROR: AddressSanitizer: heap-buffer-overflow'; exit 1; }"
 )
 FIX = "--- a/state.txt\n+++ b/state.txt\n@@ -1 +1 @@\n-bug\n+fixed\n"
+# Graded, unlike an empty patch, and changing nothing a check reads: a file of its own.
+AS_SHIPPED = "--- /dev/null\n+++ b/graded.txt\n@@ -0,0 +1 @@\n+graded\n"
 SOUND = {
     "build": "test -f state.txt",
     "pocs": [TRIGGERS, TRIGGERS],
@@ -65,9 +67,9 @@ def test_the_c_example_is_sound(run_cli: RunCli, tmp_path: Path) -> None:
         "\n"
         "check             as shipped  with the fix\n"
         "build             passed      passed\n"
+        "PoCs case 0       FAILED      passed\n"
         "PoCs case 1       FAILED      passed\n"
         "PoCs case 2       FAILED      passed\n"
-        "PoCs case 3       FAILED      passed\n"
         "intent tests      FAILED      passed\n"
         "functional tests  passed      passed\n"
         "\n"
@@ -77,8 +79,8 @@ def test_the_c_example_is_sound(run_cli: RunCli, tmp_path: Path) -> None:
     assert code == 1
     assert text.endswith(
         "Problems:\n"
+        "- PoCs case 1: FAILED with the fix; every check must pass with it\n"
         "- PoCs case 2: FAILED with the fix; every check must pass with it\n"
-        "- PoCs case 3: FAILED with the fix; every check must pass with it\n"
         "- intent tests: FAILED with the fix; every check must pass with it\n"
         "\n"
         "The task is NOT sound.\n"
@@ -142,7 +144,7 @@ def test_a_poc_that_never_triggers(
     task, fix = small_task(ssebench_task, pocs=[TRIGGERS, "echo clean", TRIGGERS])
     assert verdict(run_cli, task, fix) == {
         "sound": False,
-        "problems": ["PoCs case 2: passed as shipped; it must fail there (show the bug)"],
+        "problems": ["PoCs case 1: passed as shipped; it must fail there (show the bug)"],
         "flaky": [],
         "warnings": [],
     }

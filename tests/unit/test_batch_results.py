@@ -18,9 +18,7 @@ from ssebench.core.batch import (
     ERROR,
     RESOLVED,
     UNRESOLVED,
-    Graded,
     grade_all,
-    summarize,
 )
 from ssebench.core.digests import task_sha256
 from ssebench.core.predictions import BadLine, Prediction
@@ -35,6 +33,10 @@ print("ssebench: build: started", file=sys.stderr)
 if what in ("resolved", "unresolved"):
     print(json.dumps({"resolved": what == "resolved", "task": args["--task"]}))
     sys.exit(0 if what == "resolved" else 1)
+if what == "flagged":
+    signal_ = {"kind": "autoload-file", "path": "conftest.py", "line": 1, "detail": "x"}
+    print(json.dumps({"resolved": True, "signals": [signal_]}))
+    sys.exit(0)
 if what == "internal":
     print("ssebench: error: internal testing failure: the daemon went away", file=sys.stderr)
     print("Traceback (most recent call last): ...", file=sys.stderr)
@@ -129,25 +131,28 @@ def test_predictions_start_in_the_order_of_the_file(tmp_path: Path, stand_in: li
     assert seen == ["m/big", "m/small", "n/big"]
 
 
-def test_summary() -> None:
-    graded = [
-        Graded(prediction(0, "a", ""), RESOLVED),
-        Graded(prediction(1, "b", "", model="org/x"), UNRESOLVED, reused=True),
-        Graded(prediction(2, "c", ""), ERROR, "exit status 3: boom"),
-        Graded(BadLine(3, 5, "not a JSON object"), ERROR, "not a JSON object"),
+def test_an_empty_patch_is_unresolved_ungraded_and_signals_flag_a_verdict(
+    tmp_path: Path, stand_in: list[str]
+) -> None:
+    tasks, out = tmp_path / "tasks", tmp_path / "out"
+    for task in ("a", "b", "c"):
+        (tasks / task).mkdir(parents=True)
+    items = [prediction(0, "a", ""), prediction(1, "b", "flagged"), prediction(2, "c", "resolved")]
+    graded = asyncio.run(grade_all(items, tasks, out, command=stand_in))
+    assert [(g.verdict, g.empty, bool(g.flagged)) for g in graded] == [
+        (UNRESOLVED, True, False),  # never graded: nothing written for it
+        (RESOLVED, False, True),
+        (RESOLVED, False, False),  # no `signals` key: not flagged
     ]
-    assert summarize(graded) == {
-        "total": 4,
-        "resolved": 1,
-        "unresolved": 1,
-        "errors": 2,
-        "resolved_ids": ["m/a"],
-        "unresolved_ids": ["org/x/b"],
-        "error_list": [
-            {"line": 3, "model": "m", "task": "c", "error": "exit status 3: boom"},
-            {"line": 5, "model": None, "task": None, "error": "not a JSON object"},
-        ],
-    }
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == [
+        "m", "m/b", "m/b/grade.log", "m/b/patch.diff", "m/b/result.json",
+        "m/c", "m/c/grade.log", "m/c/patch.diff", "m/c/result.json",
+    ]  # fmt: skip
+    # A rerun reads the flag from the saved verdict.
+    again = asyncio.run(grade_all(items, tasks, out, command=stand_in))
+    assert [(g.verdict, g.reused, bool(g.flagged)) for g in again] == [
+        (UNRESOLVED, False, False), (RESOLVED, True, True), (RESOLVED, True, False),
+    ]  # fmt: skip
 
 
 def test_a_result_is_written_whole_or_not_at_all(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from ssebench.core.errors import ConfigError
 from ssebench.core.predictions import (
+    PATCH_LIMIT,
     BadLine,
     Prediction,
     in_shard,
@@ -17,6 +18,7 @@ from ssebench.core.predictions import (
     parse_shard,
     read_predictions,
 )
+from ssebench.daemon import scratch
 
 
 def line(**fields: object) -> str:
@@ -29,6 +31,68 @@ def test_our_fields_and_swe_benchs() -> None:
     assert ours == Prediction(0, 1, "t1", "m", "diff")
     assert swe == Prediction(3, 7, "t1", "m", "diff")
     assert parse_line(0, 1, line(task="t1", patch="")) == Prediction(0, 1, "t1", "default", "")
+
+
+@pytest.mark.parametrize("patch", [None, ""])
+def test_a_null_or_empty_patch_is_an_empty_prediction(patch: str | None) -> None:
+    """As SWE-bench counts `None` and `""` alike; no patch key at all is still an error."""
+    for fields in ({"task": "t", "patch": patch}, {"instance_id": "t", "model_patch": patch}):
+        read = parse_line(0, 1, json.dumps(fields))
+        assert read == Prediction(0, 1, "t", "default", "")
+        assert isinstance(read, Prediction) and read.empty
+    assert not Prediction(0, 1, "t", "m", " ").empty
+
+
+def test_a_patch_over_the_limit_is_refused_as_it_is_read() -> None:
+    assert PATCH_LIMIT == scratch.PATCH_LIMIT  # grade --patch's own limit
+    at_limit = parse_line(0, 1, line(task="t", patch="x" * (PATCH_LIMIT - 1) + "é"))
+    assert isinstance(at_limit, BadLine)  # é is two bytes: one over
+    assert at_limit.error == "the patch is over 64 MiB, too large for a diff"
+    assert isinstance(parse_line(0, 1, line(task="t", patch="x" * PATCH_LIMIT)), Prediction)
+
+
+def test_a_json_list_is_read_as_lines_are(tmp_path: Path) -> None:
+    path = tmp_path / "predictions.json"
+    path.write_text(
+        json.dumps(
+            [
+                {"instance_id": "t1", "model_patch": "a", "model_name_or_path": "org/m"},
+                {"task": "t2", "patch": None},
+                7,
+                {"task": "t1", "patch": "b", "model": "org/m"},
+            ],
+            indent=2,
+        )
+    )
+    assert read_predictions(path) == [
+        Prediction(0, 2, "t1", "org/m", "a"),  # each at the line it starts on
+        Prediction(1, 7, "t2", "default", ""),
+        BadLine(2, 11, "not a JSON object"),
+        BadLine(3, 12, "the same model and task as line 2", "t1", "org/m"),
+    ]
+    path.write_text('  [ {"task": "t", "patch": "a"} ,{"task": "u", "patch": "b"}]\n')
+    assert [p.line for p in read_predictions(path)] == [1, 1]
+    path.write_text("[]")
+    assert read_predictions(path) == []
+
+
+def test_a_line_that_is_a_list_is_one_bad_line_of_json_lines(tmp_path: Path) -> None:
+    path = tmp_path / "predictions.jsonl"
+    path.write_text('[1, 2]\n{"task": "t", "patch": "a"}\n')
+    assert read_predictions(path) == [
+        BadLine(0, 1, "not a JSON object"),
+        Prediction(1, 2, "t", "default", "a"),
+    ]
+
+
+def test_a_list_that_does_not_parse_is_one_line_and_nothing_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "predictions.json"
+    path.write_text('[\n  {"task": "t", "patch": x}\n]\n')
+    with pytest.raises(ConfigError) as caught:
+        read_predictions(path)
+    assert str(caught.value) == (
+        f"{path}: not a JSON list of predictions: Expecting value: line 2 column 26 (char 27)"
+    )
 
 
 def test_a_model_path_becomes_one_folder() -> None:
@@ -45,7 +109,6 @@ def test_a_model_path_becomes_one_folder() -> None:
         ("[1, 2]", "not a JSON object"),
         (line(patch="x"), "no task id (`task` or `instance_id`)"),
         (line(task="t"), "no patch (`patch` or `model_patch`)"),
-        (line(task="t", patch=None), "no patch (`patch` or `model_patch`)"),
         (line(task="t", patch=3), "the patch must be a string"),
         (line(task="t", patch="", model=7), "the model must be a string"),
         (line(task="../t", patch=""), "task id '../t' cannot name a task folder"),

@@ -360,6 +360,13 @@ def test_the_first_bad_key_of_a_table_is_named_in_file_order(tmp_path: Path) -> 
             'readable = ["{tmp}/pocs"]\n',
             "readable: {tmp}/pocs: is in the task folder: task files are `files`, granted by level",
         ),
+        ('protected = "tests/"\n', "protected: must be a list of paths of the source tree"),
+        ('protected = [""]\n', "protected: must be a list of paths of the source tree"),
+        ('protected = ["../x"]\n', "protected: ../x: must be a path inside the source tree"),
+        ('protected = ["!a/../b"]\n', "protected: !a/../b: must be a path inside the source tree"),
+        ('protected = ["#x"]\n', "protected: '#x': empty or a comment, not a path"),
+        ('protected = ["[z-a]"]\n', "protected: [z-a]: not a valid glob"),
+        ('protected = ["a\\nb"]\n', "protected: 'a\\nb': a glob is one line, without NUL"),
         ("limits = 3\n", "limits: must be a table, e.g. { processes = 4096, memory_mb = 16384 }"),
         (
             "limits = { cpus = 2 }\n",
@@ -488,3 +495,10 @@ def test_the_models_forbid_unknown_keys_and_speak_our_words(tmp_path: Path) -> N
                  'source = "src"\nlimits = { processes = "x" }\n', "source = []\n"]:  # fmt: skip
         message = _error(tmp_path, text)
         assert "Input should" not in message and "Value error" not in message, message
+
+
+def test_protected_globs_load_as_written(tmp_path: Path) -> None:
+    text = 'source = "src"\nprotected = ["tests/**", "/Makefile", "!tests/data/gen.c"]\n'
+    task = load_task(_write(tmp_path, text), CHECKS)
+    assert task.protected == ("tests/**", "/Makefile", "!tests/data/gen.c")
+    assert load_task(_write(tmp_path, 'source = "src"\n'), CHECKS).protected == ()

@@ -62,6 +62,7 @@ AFTER: dict[str, bytes | str | None] = {
     "new/deep/file.txt": b"new\n",
     "new.bin": b"\0\1\2",
     "new-empty": b"",
+    "src-link": "-> src",  # a link to a folder is a link too, never entered
     "keep.o": b"not ignored\n",
     "x.o": b"a build output\n",
     "build/out": b"a build output\n",
@@ -91,6 +92,7 @@ def test_git_apply_of_the_patch_makes_the_second_tree(tmp_path: Path) -> None:
     }
     assert diff_trees(copy, after) == b""  # only what the .gitignore excludes is left
     assert b"GIT binary patch" in patch and b'"a/q\\"uote.txt"' in patch
+    assert b"new file mode 120000\n--- /dev/null\n+++ b/src-link\n" in patch
 
 
 def test_the_same_tree_is_an_empty_patch(tmp_path: Path) -> None:

@@ -48,8 +48,8 @@ def test_a_sound_task_over_two_runs() -> None:
         "\n"
         "check             as shipped  with the fix\n"
         "build             passed      passed\n"
+        "PoCs case 0       FAILED      passed\n"
         "PoCs case 1       FAILED      passed\n"
-        "PoCs case 2       FAILED      passed\n"
         "intent tests      FAILED      passed\n"
         "functional tests  passed      passed\n"
         "\n"
@@ -62,7 +62,7 @@ def test_a_poc_that_never_triggers_is_named() -> None:
     validation = judge_task([shipped], [outcome(FIXED)])
     assert not validation.sound
     assert validation.problems == (
-        "PoCs case 2: passed as shipped; it must fail there (show the bug)",
+        "PoCs case 1: passed as shipped; it must fail there (show the bug)",
     )
 
 
@@ -155,7 +155,7 @@ def test_checks_are_known_by_their_fields_not_their_names() -> None:
         (),
     )
     problems = judge_task([renamed], [outcome(FIXED)]).problems
-    assert problems == ("proofs case 1: passed as shipped; it must fail there (show the bug)",)
+    assert problems == ("proofs case 0: passed as shipped; it must fail there (show the bug)",)
 
 
 def test_every_case_runs_past_the_first_failure(

@@ -42,12 +42,21 @@ def test_a_table_row_per_field_nested_by_path() -> None:
 
 
 def test_an_unknown_key_or_a_wrong_type_is_refused() -> None:
-    good = {"resolved": True, "patch": {"applied": True, "error": None}, "checks": []}
+    good = {
+        "resolved": True,
+        "patch": {"applied": True, "error": None},
+        "protected": {"reverted": []},
+        "signals": [{"kind": "sanitizer-off", "path": "Makefile", "line": 3, "detail": "x"}],
+        "checks": [],
+    }
     assert PatchGrade.model_validate(good).resolved is True
+    assert dump(PatchGrade.model_validate(good)) == good
     with pytest.raises(ValidationError):
         PatchGrade.model_validate({**good, "extra": 1})
     with pytest.raises(ValidationError):
         PatchGrade.model_validate({**good, "patch": {"applied": [1], "error": None}})
+    with pytest.raises(ValidationError):
+        PatchGrade.model_validate({**good, "signals": [{"kind": "x", "path": "y"}]})
 
 
 @pytest.mark.parametrize(

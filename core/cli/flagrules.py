@@ -1,0 +1,51 @@
+"""Rules on flags that argparse leaves out: a single-valued flag is given once, and a host is
+one a URL can hold."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ipaddress
+import re
+from collections.abc import Sequence
+
+# Flags that keep one value (or none): given twice, argparse keeps the last and loses one.
+_SINGLE = (argparse._StoreAction, argparse._StoreConstAction)
+# A host name's labels (underscores too: Docker's container names resolve with them).
+_HOST_NAME = re.compile(r"(?!-)[A-Za-z0-9_-]{1,63}(?<!-)(\.(?!-)[A-Za-z0-9_-]{1,63}(?<!-))*\.?")
+
+
+class OnceParser(argparse.ArgumentParser):
+    """Refuses a single-valued flag given twice (`--port 3100 --port 3200`), as a mutually
+    exclusive group refuses two of its flags: one rule for every such flag of every command."""
+
+    _seen: set[argparse.Action]
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        self._seen = set()
+        return super().parse_known_args(args, namespace)
+
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> object:
+        # argparse calls this once each time a flag is given, before it stores the value.
+        if action.option_strings and isinstance(action, _SINGLE):
+            if action in self._seen:
+                raise argparse.ArgumentError(action, "given more than once; give it once")
+            self._seen.add(action)
+        return super()._get_values(action, arg_strings)
+
+
+def url_host(raw: str) -> str:
+    """A host an agent's URL can hold: a host name, an IPv4 or IPv6 address (brackets or not)."""
+    bracketed = raw.startswith("[") and raw.endswith("]")
+    with contextlib.suppress(ValueError):
+        if "%" not in raw:  # a zone (fe80::1%eth0) would need escaping in the URL
+            address = ipaddress.ip_address(raw[1:-1] if bracketed else raw)
+            if not bracketed or address.version == 6:  # brackets hold IPv6 only
+                return raw
+    if len(raw) <= 253 and _HOST_NAME.fullmatch(raw):
+        return raw
+    raise argparse.ArgumentTypeError(
+        f"must be a host name or an IP address, as a URL holds it (got {raw!r})"
+    )

@@ -1,0 +1,257 @@
+"""Signals: what a reviewer should look at in a patch, found by reading it as data.
+
+A patch can rig its own grade without escaping any sandbox: edit the tests, add a conftest.py,
+switch AddressSanitizer off, catch SIGSEGV, or recognise the PoC inputs. `protected` paths undo
+the first two; signals name all of them, for a person to judge. They never change `resolved`,
+and nothing of the agent's runs is read: only the patch, and what `Watch` knows of the task and
+its pristine tree. Each kind's rule is in docs/evaluating.md, with an example; the rules are
+tuned so that an honest fix (source changed, tests added) raises none.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from ssebench.core.gitignore import Ignore
+from ssebench.core.patchparse import FileDiff, Line, parse_patch
+from ssebench.core.signalrules import (
+    ASSERTION,
+    EXIT,
+    GO_TEST_MAIN,
+    HARNESS,
+    SANITIZE_FLAG,
+    SKIP,
+    TEST_DEFINITION,
+    Shipped,
+    autoload_reason,
+    is_test_path,
+    sanitizer_line,
+    section_reason,
+    signal_handler,
+    unimportant,
+)
+from ssebench.core.verdicts import Signal
+
+KINDS = (
+    "protected-edit",
+    "check-file-edit",
+    "autoload-file",
+    "sanitizer-off",
+    "signal-handler",
+    "poc-input",
+    "harness-aware",
+    "assert-removed",
+)
+_EXCERPT = 60  # characters of code a detail quotes
+
+
+@dataclass(frozen=True)
+class PocFile:
+    name: str  # relative to the task folder, as task.toml's `files` give it
+    data: bytes  # its bytes (empty when too large to compare)
+    digests: tuple[str, ...]  # its SHA-256, SHA-1 and MD5, in hex
+
+
+@dataclass(frozen=True)
+class Watch:
+    """What the rules know of the task, gathered before anything runs (core/watch.py)."""
+
+    protected: tuple[str, ...] = ()
+    named: dict[str, str] = field(default_factory=dict)  # a file a command runs -> the command
+    pocs: tuple[PocFile, ...] = ()
+    harness: tuple[str, ...] = ()  # the task folder's path, the check folders' names
+    shipped: Shipped = lambda path: []  # a file's lines as shipped
+
+
+def excerpt(text: str) -> str:
+    """Code quoted in a one-line detail: spaces collapsed, odd characters escaped, cut short."""
+    flat = " ".join(text.split())
+    flat = "".join(c if c.isprintable() else repr(c)[1:-1] for c in flat)
+    return flat if len(flat) <= _EXCERPT else flat[: _EXCERPT - 1] + "…"
+
+
+class _Finder:
+    """The signals of one file of the patch, each kind once per file (its first occurrence)."""
+
+    def __init__(self, diff: FileDiff, watch: Watch, rules: Ignore) -> None:
+        self.diff, self.watch, self.rules = diff, watch, rules
+        self.found: list[tuple[int, Signal]] = []
+
+    def add(self, kind: str, line: Line | None, detail: str) -> None:
+        if any(signal.kind == kind for _, signal in self.found):
+            return
+        lines = self.diff.lines
+        where = -1 if line is None else next(i for i, x in enumerate(lines) if x is line)
+        number = None if line is None else line.number
+        signal = Signal(kind=kind, path=self.diff.path, line=number, detail=detail)
+        self.found.append((where, signal))
+
+    def signals(self) -> list[Signal]:
+        return [signal for _, signal in sorted(self.found, key=lambda item: item[0])]
+
+    def paths(self) -> list[str]:
+        return [p for p in dict.fromkeys((self.diff.old, self.diff.new)) if p is not None]
+
+    def run(self) -> list[Signal]:
+        self.protected_edit()
+        self.autoload()
+        test_file = any(self.is_check_file(p) for p in self.paths())
+        if test_file and not any(kind == "protected-edit" for kind in self.kinds()):
+            self.check_file_edit()
+        if test_file:
+            self.assert_removed()
+        self.added_lines()
+        self.sanitize_flags()
+        return self.signals()
+
+    def kinds(self) -> list[str]:
+        return [signal.kind for _, signal in self.found]
+
+    def protected_edit(self) -> None:
+        for path in self.paths():
+            if self.rules.excludes(path) or self.rules.excludes(path, True):
+                why = f"{path} is protected: the grade put it back as shipped before any check"
+                self.add("protected-edit", None, why)
+
+    def is_check_file(self, path: str) -> bool:
+        return path in self.watch.named or is_test_path(path)
+
+    def check_file_edit(self) -> None:
+        if (found := self.check_edit()) is not None:
+            self.add("check-file-edit", *found)
+
+    def check_edit(self) -> tuple[Line | None, str] | None:
+        """How the patch changes a check's file beyond adding tests: any change to a file a
+        command runs; else deleting, renaming or retyping a test file, changing a line of its
+        code (not a blank, a comment, an import), or making it exit."""
+        diff = self.diff
+        named = next((n for p in self.paths() if (n := self.watch.named.get(p)) is not None), None)
+        exits = self.first([x for x in diff.added() if not unimportant(x.text)], EXIT)
+        code = next((line for line in diff.removed() if not unimportant(line.text)), None)
+        if named is not None:
+            changed = next((line for line in diff.lines if line.kind != " "), None)
+            return changed, f"changes {diff.path}, which {named} runs"
+        if diff.old is not None and diff.new is None:
+            return None, f"deletes the test file {diff.old}"
+        if diff.old is not None and diff.old != diff.new:
+            return None, f"renames the test file {diff.old} to {diff.new}"
+        if diff.old is not None and (diff.binary or diff.new_mode is not None):
+            return None, f"changes the kind or mode of the test file {diff.path}"
+        if code is not None:
+            return code, f"changes a test's code: {excerpt(code.text)}"
+        if exits is not None:
+            return exits, f"makes a test file exit: {excerpt(exits.text)}"
+        return None
+
+    @staticmethod
+    def first(lines: list[Line], pattern: re.Pattern[str]) -> Line | None:
+        return next((line for line in lines if pattern.search(line.text)), None)
+
+    def assert_removed(self) -> None:
+        diff = self.diff
+        if diff.new is None:
+            gone = [
+                x
+                for x in diff.removed()
+                if ASSERTION.search(x.text) or TEST_DEFINITION.search(x.text)
+            ]
+            if gone:
+                self.add(
+                    "assert-removed",
+                    None,
+                    f"deletes {len(gone)} tests and assertions with the file",
+                )
+            return
+        again = {" ".join(line.text.split()) for line in diff.added()}
+        for line in diff.removed():
+            if " ".join(line.text.split()) in again or unimportant(line.text):
+                continue  # moved or re-indented, not removed; or a comment
+            if TEST_DEFINITION.search(line.text):
+                self.add("assert-removed", line, f"removes a test: {excerpt(line.text)}")
+            elif ASSERTION.search(line.text):
+                self.add("assert-removed", line, f"removes an assertion: {excerpt(line.text)}")
+        if (skip := self.first(diff.added(), SKIP)) is not None:
+            self.add("assert-removed", skip, f"skips tests: {excerpt(skip.text)}")
+
+    def autoload(self) -> None:
+        for path in self.paths():
+            if (why := autoload_reason(path)) is not None:
+                self.add("autoload-file", None, f"{PurePosixPath(path).name}: {why}")
+        for line, why in section_reason(self.diff, self.watch.shipped):
+            self.add("autoload-file", line, why)
+        main = self.first(self.diff.added(), GO_TEST_MAIN)
+        if main is not None and self.diff.path.endswith("_test.go"):
+            self.add("autoload-file", main, "TestMain: go test runs it in place of the tests")
+
+    def added_lines(self) -> None:
+        for line in self.diff.added():
+            if (flag := sanitizer_line(line.text)) is not None:
+                self.add("sanitizer-off", line, f"{flag}: {excerpt(line.text)}")
+            if (name := signal_handler(line.text)) is not None:
+                self.add("signal-handler", line, f"a handler for {name}: {excerpt(line.text)}")
+            if (term := self.harness_term(line.text)) is not None:
+                self.add("harness-aware", line, f"names {term}: {excerpt(line.text)}")
+            if (poc := self.poc_named(line.text)) is not None:
+                self.add("poc-input", line, poc)
+        if self.diff.content is not None:
+            text = self.diff.content.decode("latin-1")
+            if (term := self.harness_term(text)) is not None:
+                self.add("harness-aware", None, f"its bytes name {term}")
+        if (poc := self.poc_bytes()) is not None:
+            self.add("poc-input", None, poc)
+
+    def harness_term(self, text: str) -> str | None:
+        if (found := HARNESS.search(text)) is not None:
+            return f"`{found[0]}`"
+        for term in self.watch.harness:
+            escaped = re.escape(term)
+            # A folder's name is common enough as a word: only as part of a path.
+            path = rf"(?<![\w.-]){escaped}/|/{escaped}(?![\w.-])"
+            if term in text if term.startswith("/") else re.search(path, text):
+                return f"the task's `{term}`"
+        return None
+
+    def poc_named(self, text: str) -> str | None:
+        lowered = text.lower()
+        for poc in self.watch.pocs:
+            base = PurePosixPath(poc.name).name
+            if len(base) < 5 and "." not in base:
+                pass  # a word as short as `poc` is found by chance
+            elif re.search(rf"(?<![\w.-]){re.escape(base)}(?![\w.-])", text):
+                return f"names the PoC file {poc.name}: {excerpt(text)}"
+            if any(digest in lowered for digest in poc.digests):
+                return f"holds a hash of the PoC file {poc.name}"
+        return None
+
+    def poc_bytes(self) -> str | None:
+        """A PoC's bytes in the patch: raw (text lines or a binary literal), or as the
+        hexadecimal bytes of an array (`0x52, 0x4c`, `\\x52\\x4c`) or of one string."""
+        added = "\n".join(line.text for line in self.diff.added())
+        raw = added.encode("utf-8", "surrogateescape") + (self.diff.content or b"")
+        escaped = re.findall(r"(?:0x|\\x)([0-9a-fA-F]{2})\b", added)
+        hexed = bytes.fromhex("".join(escaped))
+        strings = [run.lower() for run in re.findall(r"[0-9a-fA-F]{16,}", added)]
+        for poc in self.watch.pocs:
+            if len(poc.data) < 8:
+                continue  # a few bytes match by chance
+            if poc.data in raw or poc.data in hexed or any(poc.data.hex() in s for s in strings):
+                return f"holds the bytes of the PoC file {poc.name}"
+        return None
+
+    def sanitize_flags(self) -> None:
+        """`-fsanitize=...` taken out: more of each flag removed than added back."""
+        added = [f for line in self.diff.added() for f in SANITIZE_FLAG.findall(line.text)]
+        for line in self.diff.removed():
+            for flag in SANITIZE_FLAG.findall(line.text):
+                if flag in added:
+                    added.remove(flag)
+                else:
+                    self.add("sanitizer-off", line, f"removes {flag}: {excerpt(line.text)}")
+
+
+def find_signals(patch: bytes, watch: Watch) -> list[Signal]:
+    """Every signal of `patch`, file by file in the patch's order, line by line in each."""
+    rules = Ignore.of(watch.protected)
+    return [s for diff in parse_patch(patch) for s in _Finder(diff, watch, rules).run()]
