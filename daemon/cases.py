@@ -129,7 +129,10 @@ class Cases:
             self.copy.sync()  # the tree as shipped, before any agent's change
         except SyncError as exc:
             self.copy.close()
-            raise ConfigError(str(exc)) from None
+            raise ConfigError(
+                f"{task.source}: cannot copy the tree for its cases ({exc.reason}): run "
+                "ssebench as root, or as a user who can read the tree"
+            ) from None
         seen = str(task.source) if binds(self.mechanism) else str(self.copy.path)
         self.tree = Grant(seen, str(self.copy.path))
         self.hidden = tuple(hidden)

@@ -54,7 +54,12 @@ class Seen:
 
 
 class SyncError(OSError):
-    """The copy could not be brought up to date (a full disk, say): a fault, not the patch's."""
+    """The copy could not be brought up to date (a full disk, say): a fault, not the patch's.
+    `reason` is the system's word for it."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class RunnerCopy:
@@ -89,7 +94,7 @@ class RunnerCopy:
                 self._sync()
         except OSError as exc:
             why = f"cannot bring the runner copy of {self.origin} up to date: {exc}"
-            raise SyncError(why) from None
+            raise SyncError(why, exc.strerror or str(exc)) from None
         self.synced = True
 
     def _hand_over(self) -> None:

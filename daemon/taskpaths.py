@@ -119,7 +119,7 @@ def check_references(task: Task, fail: Fail) -> None:
             for named in _unreadable(task, command, (*task.files, *table.files), patterns):
                 raise fail(
                     f"checks.{key}",
-                    f"case {index + 1} names {named}, which is in neither this check's files "
+                    f"case {index} names {named}, which is in neither this check's files "
                     "nor the top-level files",
                 )
     every = (*task.files, *(path for table in task.checks.values() for path in table.files))

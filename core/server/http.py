@@ -23,15 +23,20 @@ from ssebench.core.savedlogs import Owner
 from ssebench.core.server.app import build_server
 from ssebench.core.server.listen import serve_all
 from ssebench.core.server.quiet import quiet_when_gone
+from ssebench.core.server.sessions import IDLE_SECONDS, MAX_SESSIONS, BoundedSessions, mcp_endpoint
 from ssebench.core.settings import PROGRESS_INTERVAL
 
 MCP_PATH = "/mcp"
 
 
-def create_http_app(mcp: FastMCP, *, allowed_hosts: Sequence[str] = ()) -> ASGIApp:
+def create_http_app(
+    mcp: FastMCP, *, allowed_hosts: Sequence[str] = (), max_sessions: int = MAX_SESSIONS
+) -> ASGIApp:
     """Streamable HTTP at /mcp with fastmcp's DNS-rebinding guard on (it is off by default):
     a foreign Origin gets 403, a foreign Host 421, on every route. /healthz answers once up.
-    A client that closes its session mid-request is no error (core/server/quiet.py)."""
+    A client that closes its session mid-request is no error (core/server/quiet.py). At most
+    `max_sessions` sessions, the least recently used going first; idle ones expire
+    (core/server/sessions.py)."""
 
     @mcp.custom_route("/healthz", methods=["GET"])
     async def healthz(request: Request) -> Response:
@@ -41,8 +46,10 @@ def create_http_app(mcp: FastMCP, *, allowed_hosts: Sequence[str] = ()) -> ASGIA
         path=MCP_PATH,
         host_origin_protection=True,
         allowed_hosts=list(allowed_hosts) or None,
+        session_idle_timeout=IDLE_SECONDS,
     )
-    return quiet_when_gone(app)
+    bounded = BoundedSessions(app, mcp_endpoint(app, MCP_PATH), cap=max_sessions)
+    return quiet_when_gone(bounded)
 
 
 @dataclass(frozen=True)

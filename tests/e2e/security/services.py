@@ -8,6 +8,7 @@ copies of the C example whose build does more than build.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import socket
@@ -23,11 +24,17 @@ EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "c-rle"
 class Services:
     """Listening from `start()` to `close()`; `heard` lists what reached them."""
 
-    def __init__(self) -> None:
+    def __init__(self, tmp: Path | None = None) -> None:
         tag = uuid.uuid4().hex[:8]
         self.folder = Path(tempfile.mkdtemp(prefix=f"tmux-like-{tag}-", dir="/tmp"))
         os.chmod(self.folder, 0o700)  # as tmux keeps it: the user's own
         self.unix = str(self.folder / "default")
+        # A service anyone may reach, in a folder a case reads (under /opt, as root can make
+        # one): only a decision on the path at connect() keeps a case from it.
+        opt = Path(f"/opt/ssebench-service-{tag}") if os.geteuid() == 0 else None
+        self.opt = opt or Path(tempfile.mkdtemp(prefix="service-", dir=tmp))
+        self.opt.mkdir(exist_ok=True)
+        self.open_unix = str(self.opt / "service.sock")
         self.abstract = f"ssebench-test-{tag}"
         self.heard: list[str] = []
         self._sockets: list[socket.socket] = []
@@ -37,6 +44,7 @@ class Services:
     def start(self) -> Services:
         for family, kind, address in (
             (socket.AF_UNIX, socket.SOCK_STREAM, self.unix),
+            (socket.AF_UNIX, socket.SOCK_STREAM, self.open_unix),
             (socket.AF_UNIX, socket.SOCK_STREAM, "\0" + self.abstract),
             (socket.AF_INET, socket.SOCK_DGRAM, ("127.0.0.1", 0)),
         ):
@@ -44,6 +52,8 @@ class Services:
             sock.bind(address)
             if kind == socket.SOCK_STREAM:
                 sock.listen(8)
+            if address == self.open_unix:
+                os.chmod(address, 0o777)
             else:
                 self.udp = sock.getsockname()[1]
             self._sockets.append(sock)
@@ -66,7 +76,7 @@ class Services:
                 self.heard.append(f"{name}: {data[:100]!r}")
 
     def targets(self) -> dict[str, object]:
-        return {"unix": [self.unix], "abstract": [self.abstract], "udp": self.udp}
+        return {"unix": [self.unix, self.open_unix], "abstract": [self.abstract], "udp": self.udp}
 
     def close(self) -> None:
         self._closing = True
@@ -75,6 +85,7 @@ class Services:
                 sock.shutdown(socket.SHUT_RDWR)
             sock.close()
         shutil.rmtree(self.folder, ignore_errors=True)
+        shutil.rmtree(self.opt, ignore_errors=True)
 
     def __enter__(self) -> Services:
         return self.start()
@@ -113,3 +124,12 @@ def c_example(tmp: Path, recipe: str = "") -> Path:
 def statuses(answer: dict[str, object]) -> dict[str, str]:
     """Each check's status in a grade's JSON, by key."""
     return {check["key"]: check["status"] for check in answer["checks"]}  # type: ignore[index,union-attr]
+
+
+def task_hashes(task: Path) -> dict[str, tuple[str, int]]:
+    """Every file of the task folder but the tree, by content and mode."""
+    return {
+        str(path): (hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mode)
+        for path in sorted(task.rglob("*"))
+        if path.is_file() and "src" not in path.relative_to(task).parts
+    }

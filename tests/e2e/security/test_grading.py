@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from e2e.security.services import EXAMPLE, c_example, statuses
-from e2e.security.test_attacks import kill_leftovers, leftovers, mechanisms, task_hashes
+from e2e.security.services import EXAMPLE, c_example, statuses, task_hashes
+from e2e.security.test_attacks import kill_leftovers, leftovers, mechanisms
 
 pytestmark = [pytest.mark.security, pytest.mark.timeout(300)]
 
@@ -112,7 +112,7 @@ def test_an_undeclared_task_path_is_a_one_line_task_error(tmp_path: Path, run_cl
     assert (done.returncode, done.stdout, done.stderr) == (
         2,
         "",
-        f"ssebench: error: {toml}: checks.pocs: case 2 names $SSE_TASK_DIR/pocs/x.bin, which "
+        f"ssebench: error: {toml}: checks.pocs: case 1 names $SSE_TASK_DIR/pocs/x.bin, which "
         "is in neither this check's files nor the top-level files\n",
     )
 
@@ -138,7 +138,7 @@ def test_a_task_path_named_by_its_real_path_must_be_declared_too(
     done = run_cli("check", "--task", str(tmp_path))  # type: ignore[operator]
     assert (done.returncode, done.stderr) == (
         2,
-        f"ssebench: error: {toml}: checks.pocs: case 1 names {tmp_path}/pocs/x.bin, which is "
+        f"ssebench: error: {toml}: checks.pocs: case 0 names {tmp_path}/pocs/x.bin, which is "
         "in neither this check's files nor the top-level files\n",
     )
     toml.write_text(

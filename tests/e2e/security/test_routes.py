@@ -28,22 +28,30 @@ from pathlib import Path
 
 import pytest
 
-from e2e.security.services import EXAMPLE, c_example, statuses
-from e2e.security.test_attacks import mechanisms, task_hashes
-from ssebench.daemon.confine.landlock import RESOLVE_UNIX_ABI
-from ssebench.daemon.confine.landlock import abi_version as landlock_abi
+from e2e.security.services import EXAMPLE, c_example, statuses, task_hashes
+from e2e.security.test_attacks import mechanisms
 
 pytestmark = [pytest.mark.security, pytest.mark.timeout(300)]
 
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
 ROOT = os.geteuid() == 0
-# The build plants a filter that rewrites the task's PoCs and intent script when git runs it.
+# The agent plants, in its own tree, a filter that rewrites the task's PoCs and intent script
+# when git runs it (a build cannot: it writes only its runner copy).
 PLANT = (
-    "\t-git init -q . && git config filter.x.clean 'sh .g.sh' && "
-    "git config filter.x.smudge 'sh .g.sh' && echo '*.c filter=x' > .gitattributes\n"
-    "\t-printf 'touch %s; for f in $(SSE_TASK_DIR)/pocs/*.bin; do printf RLE1 > $$f; done; "
-    "echo exit 0 > $(SSE_TASK_DIR)/intent/test_bounds.sh; cat\\n' {marker} > .g.sh\n"
+    "git init -q . && git config filter.x.clean 'sh .g.sh' && "
+    "git config filter.x.smudge 'sh .g.sh' && echo '*.c filter=x' > .gitattributes && "
+    "printf 'touch %s; for f in $SSE_TASK_DIR/pocs/*.bin; do printf RLE1 > $f; done; "
+    "echo exit 0 > $SSE_TASK_DIR/intent/test_bounds.sh; cat\\n' {marker} > .g.sh"
 )
+
+
+def planted(tmp: Path, marker: Path) -> Path:
+    """The C example with the agent's planted filter in its tree."""
+    task = c_example(tmp)
+    env = {**os.environ, "SSE_TASK_DIR": str(task)}
+    subprocess.run(["bash", "-c", PLANT.format(marker=marker)], cwd=task / "src", env=env,
+                   check=True)  # fmt: skip
+    return task
 
 
 def comment_patch() -> bytes:
@@ -55,16 +63,15 @@ def comment_patch() -> bytes:
 
 
 @pytest.mark.parametrize("mechanism", mechanisms())
-def test_a_git_filter_planted_by_the_build_does_not_run_when_grading(
+def test_a_git_filter_planted_in_the_tree_runs_neither_for_a_call_nor_when_grading(
     tmp_path: Path, mechanism: str, run_cli: RunCli
 ) -> None:
     marker = tmp_path / "the-filter-ran"
-    task = c_example(tmp_path, PLANT.format(marker=marker))
+    task = planted(tmp_path, marker)
     patch = tmp_path / "comment.patch"
     patch.write_bytes(comment_patch())
     built = run_cli("check", "--task", str(task), "--difficulty", "3", "--isolation", mechanism)
-    assert built.returncode == 0, built.stdout + built.stderr
-    assert (task / "src" / ".git" / "config").exists() and (task / "src" / ".g.sh").exists()
+    assert built.returncode == 0, built.stdout + built.stderr  # its copy was made as data
     before = task_hashes(task)
     done = run_cli("grade", "--task", str(task), "--patch", str(patch), "--isolation", mechanism)
     answer = json.loads(done.stdout)
@@ -81,8 +88,7 @@ def test_a_git_filter_planted_by_the_build_does_not_run_when_grading(
 def test_the_planted_filter_is_real_plain_git_runs_it(tmp_path: Path, run_cli: RunCli) -> None:
     """The control: `git apply` as the grader used to run it does run the planted filter."""
     marker = tmp_path / "the-filter-ran"
-    task = c_example(tmp_path, PLANT.format(marker=marker))
-    assert run_cli("check", "--task", str(task), "--difficulty", "3").returncode == 0
+    task = planted(tmp_path, marker)
     copy = tmp_path / "copy"
     shutil.copytree(task / "src", copy, symlinks=True)
     patch = comment_patch()
@@ -123,13 +129,17 @@ def test_nothing_a_case_leaves_beside_its_folders_reaches_a_later_case(
     assert (statuses(answer)["build"], statuses(answer)["functional"]) == ("passed", "passed")
 
 
-@pytest.mark.skipif(not ROOT, reason="a root daemon runs cases as the tree's owner")
+@pytest.mark.skipif(not ROOT, reason="a root daemon runs cases as a user of their own")
 @pytest.mark.parametrize("mechanism", mechanisms())
-def test_a_root_daemon_builds_a_tree_owned_by_another_user_as_that_user(
+def test_a_root_daemon_runs_the_agents_tree_as_a_user_of_its_own_on_a_copy(
     tmp_path: Path, mechanism: str, run_cli: RunCli
 ) -> None:
-    """As task containers run the agent (uid 1001 here), with the task folder locked to root."""
-    task = c_example(tmp_path)
+    """As task containers run the agent (uid 1001 here), with the task folder locked to root:
+    the cases are neither root nor the agent, keep no capability and no group, and never write
+    the agent's tree."""
+    caps = "grep -E '^Cap(Eff|Prm|Bnd|Amb)' /proc/self/status | awk '{print $$2}' | sort -u"
+    who = f"\t@echo ids $$(id -u) $$(id -G) caps $$({caps})\n"
+    task = c_example(tmp_path, who)
     subprocess.run(["patch", "-s", "-p1", "-d", str(task / "src")],
                    input=(EXAMPLE / "fix.patch").read_bytes(), check=True)  # fmt: skip
     subprocess.run(["chown", "-R", "1001:1001", str(task / "src")], check=True)
@@ -142,7 +152,17 @@ def test_a_root_daemon_builds_a_tree_owned_by_another_user_as_that_user(
         "- PoCs: passed (3 of 3)\n- intent tests: passed\n"
         "- functional tests: passed (covered by the intent tests)\n",
     )
-    assert (task / "src" / "rle").stat().st_uid == 1001
+    assert not (task / "src" / "rle").exists()  # built in the daemon's copy, not the tree
+    logs, patch = tmp_path / "logs", tmp_path / "add.patch"
+    patch.write_text("--- /dev/null\n+++ b/NOTES\n@@ -0,0 +1 @@\n+a note\n")
+    graded = run_cli("grade", "--task", str(task), "--patch", str(patch), "--isolation",
+                     mechanism, "--logs", str(logs))  # fmt: skip
+    [line] = [x for x in (logs / "build-0.log").read_text().splitlines() if x.startswith("ids")]
+    _, uid, gid, caps, *bits = line.split()
+    assert (uid == gid, int(uid) not in (0, 1001), caps, bits) == (
+        True, True, "caps", ["0000000000000000"]
+    )  # fmt: skip
+    assert json.loads(graded.stdout)["resolved"] is True
     grading = run_cli("grade", "--task", str(task), "--patch", str(EXAMPLE / "fix.patch"),
                       "--isolation", mechanism, "--quiet")  # fmt: skip
     assert json.loads(grading.stdout)["patch"]["applied"] is False  # applied already: reversed
@@ -245,19 +265,14 @@ except OSError as exc:
 
 
 @pytest.mark.parametrize("mechanism", mechanisms())
-def test_socketpair_and_a_socket_in_the_case_folder_work_where_paths_are_checked(
+def test_socketpair_and_a_socket_in_the_case_folder_work(
     tmp_path: Path, mechanism: str, run_cli: RunCli
 ) -> None:
     task = small_task(tmp_path / "task", "[checks.build]\nrun = 'python3 sockets.py; exit 1'\n")
     (task / "src" / "sockets.py").write_text(SOCKETS)
     done = run_cli("check", "--task", str(task), "--difficulty", "3", "--isolation", mechanism)
     log = done.stdout.split("```")[1] if "```" in done.stdout else done.stdout
-    if mechanism == "landlock" and landlock_abi() < RESOLVE_UNIX_ABI:
-        # Without LANDLOCK_ACCESS_FS_RESOLVE_UNIX no socket's path can be told from another's:
-        # Unix sockets other than socketpair are refused (docs/isolation.md).
-        assert "pair\nown folder refused: Permission denied" in log
-    else:
-        assert "pair\nown\n" in log
+    assert "pair\nown\n" in log  # the supervisor connects it: its path is the case's own
 
 
 @pytest.mark.parametrize("mechanism", mechanisms())
@@ -319,9 +334,9 @@ def test_a_private_folder_another_user_made_first_is_one_line(
 
 
 @pytest.mark.skipif(not ROOT, reason="runs ssebench as another user")
-def test_a_daemon_that_cannot_write_the_tree_says_so_at_start(tmp_path: Path) -> None:
-    """A non-root daemon runs cases as itself: a tree it cannot write is one line, exit 2, not
-    a failed build that blames the patch."""
+def test_a_daemon_that_cannot_read_the_tree_says_so_at_start(tmp_path: Path) -> None:
+    """A non-root daemon copies the tree its cases run on as itself: a tree it cannot read is
+    one line, exit 2, not a failed build that blames the patch."""
     as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
     ssebench = Path(sys.executable).with_name("ssebench")
     if subprocess.run([*as_nobody, "test", "-x", str(ssebench)]).returncode != 0:
@@ -330,17 +345,18 @@ def test_a_daemon_that_cannot_write_the_tree_says_so_at_start(tmp_path: Path) ->
     try:
         os.chmod(top, 0o755)
         task = small_task(top / "task", "[checks.build]\nrun = 'true'\n")
+        os.chmod(task / "src", 0o700)  # root's
         done = subprocess.run(
             [*as_nobody, str(ssebench), "check", "--task", str(task)],
             capture_output=True,
             text=True,
             env={**os.environ, "TMPDIR": "/tmp"},
         )
-        assert (done.returncode, done.stdout, done.stderr) == (
+        assert (done.returncode, done.stdout, done.stderr.splitlines()[-1]) == (
             2,
             "",
-            f"ssebench: error: {task / 'src'}: the source tree is not writable by this user "
-            "(uid 65534), who runs the cases: run ssebench as the tree's owner, or as root\n",
+            f"ssebench: error: {task / 'src'}: cannot copy the tree for its cases (Permission "
+            "denied): run ssebench as root, or as a user who can read the tree",
         )
     finally:
         shutil.rmtree(top)
