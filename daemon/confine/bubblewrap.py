@@ -32,7 +32,7 @@ from ssebench.daemon.confine.mechanism import (
 from ssebench.daemon.confine.policy import SHARED_TMP, CaseUser, Policy, inside, visible_roots
 
 NAME = "bubblewrap"
-DETAIL = "mount, PID, network and IPC namespaces, seccomp, no capabilities, a user of its own"
+DETAIL = "mount, PID, network and IPC namespaces, seccomp, no capabilities"
 
 
 def candidate() -> Mechanism | str:

@@ -50,10 +50,7 @@ def candidate() -> Mechanism | str:
     if abi < MIN_ABI:
         have = f"ABI {abi}" if abi else "none"
         return f"ABI {MIN_ABI} or newer is needed ({have})"
-    detail = (
-        f"ABI {abi}: files, processes, signals and TCP confined, seccomp, no capabilities, "
-        "a user of its own"
-    )
+    detail = f"ABI {abi}: files, processes, signals and TCP confined, seccomp, no capabilities"
     return Mechanism(NAME, detail, landlock_abi=abi)
 
 
@@ -90,6 +87,13 @@ class Landlock(Confinement):
         self.opened: dict[str, int] = {}  # every policy's paths, opened once
         self.rules: dict[Policy, list[tuple[int, int]]] = {}
 
+    @property
+    def shared_tmp(self) -> tuple[str, ...]:
+        """The machine's /tmp and /var/tmp, for a case user of its own, whose permissions keep
+        it from other users' files there; a non-root daemon's cases, run as itself, would
+        reach every file of its own (its spools too): they keep to their TMPDIR."""
+        return SHARED_TMP if self.user.switched else ()
+
     def _rules(self, policy: Policy) -> list[tuple[int, int]]:
         """(descriptor, rights) of the policy's paths."""
         if policy not in self.rules:
@@ -103,7 +107,7 @@ class Landlock(Confinement):
             wanted += [(path, self.read | self.write) for path in WRITE_DEVICES]
             wanted += [(path, self.read) for path in READ_DEVICES]
             wanted += [(g.real, self.write) for g in policy.writable]
-            wanted += [(path, self.write) for path in SHARED_TMP]
+            wanted += [(path, self.write) for path in self.shared_tmp]
             self.rules[policy] = list(self._open(wanted))
         return self.rules[policy]
 

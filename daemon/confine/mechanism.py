@@ -156,6 +156,11 @@ class Confinement:
     def confined(self) -> bool:
         return True
 
+    @property
+    def shared_tmp(self) -> tuple[str, ...]:
+        """The machine's folders of SHARED_TMP a case writes (bound ones are its own)."""
+        return ()
+
     def deny_filter(self, network: bool) -> bytes:
         """The deny filter for a task with or without the network, built once each."""
         if network not in self._filters:

@@ -26,7 +26,7 @@ from ssebench.daemon.guard import make_folder, private_parent, remove_folder
 PROBE_SECONDS = 20.0
 _SCRIPT = (
     'echo probe > "$TMPDIR/t" && cat "$TMPDIR/t" "$GRANTED" && echo built > out && '
-    "echo tmp > /tmp/ssebench-probe-$$ && rm /tmp/ssebench-probe-$$ && "
+    'if [ -n "$TMP_TOO" ]; then echo tmp > /tmp/p$$ && rm /tmp/p$$; fi && '
     "test -r /etc/passwd && ! cat ../ours/secret 2>/dev/null && "
     'if [ -n "$ROOT_ONLY" ]; then ! cat "$ROOT_ONLY" 2>/dev/null && '
     '! chmod 0600 "$ROOT_ONLY" 2>/dev/null; fi'
@@ -78,6 +78,7 @@ def _probe(mechanism: Mechanism, user: CaseUser, folder: Path) -> str | None:
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "TMPDIR": folders.tmp}
         env |= {"HOME": folders.home, "GRANTED": str(granted)}
         env["ROOT_ONLY"] = str(root_only) if user.switched else ""
+        env["TMP_TOO"] = "yes" if confined.binds or confined.shared_tmp else ""
         launch = confined.launch(["bash", "-c", _SCRIPT], policy, folders, str(tree))
         proc = launch.start(
             (policy.limits, 0), cwd=tree, env=env, stdin=subprocess.DEVNULL,

@@ -32,7 +32,7 @@ from ssebench.daemon.confine.broker import Broker
 from ssebench.daemon.confine.choice import confinement
 from ssebench.daemon.confine.disk import FLOOR, DiskWatch
 from ssebench.daemon.confine.mechanism import Confinement, Folders
-from ssebench.daemon.confine.policy import SHARED_TMP, CaseUser, Policy
+from ssebench.daemon.confine.policy import CaseUser, Policy
 from ssebench.daemon.confine.reaper import kill_all, signal_all, usage
 from ssebench.daemon.confine.running import Case
 from ssebench.daemon.confine.user import processes_of
@@ -101,7 +101,7 @@ class Supervisor:
                 raise OSError(f"uid {self.user.uid}, who runs the case, cannot read {path}")
         own = (*(g.real for g in policy.writable), folders.root)
         # The machine's /tmp, under Landlock: what a user of its own leaves there is the case's.
-        shared = SHARED_TMP if self.user.switched and not self.confined.binds else ()
+        shared = self.confined.shared_tmp
         skip = (folders.private,)  # every daemon's folders: each counts its own
         limit = policy.limits.disk_mb << 20
         disk = DiskWatch(own, shared, self.user.uid, limit, floor=self.floor, skip=skip)
