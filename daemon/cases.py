@@ -21,7 +21,7 @@ from ssebench.core.check import Check
 from ssebench.core.errors import ConfigError
 from ssebench.daemon.confine.choice import UNCONFINED, binds, hides_by_permissions, is_confined
 from ssebench.daemon.confine.mechanism import Folders, Mechanism
-from ssebench.daemon.confine.policy import CaseUser, Grant, Policy, system_paths
+from ssebench.daemon.confine.policy import CaseUser, Grant, Policy, inside, system_paths
 from ssebench.daemon.confine.runner import GRACE_SECONDS, LOG_LIMIT, CaseEnd, Runner, RunnerError
 from ssebench.daemon.confine.user import case_user, own_user
 from ssebench.daemon.guard import make_folder, private_parent, remove_folder, remove_tree
@@ -124,7 +124,9 @@ class Cases:
         confined = is_confined(self.mechanism)
         self.user = case_user(user) if confined else own_user()
         self.task, self.task_copy = self._readable_task(task)
-        self.copy = RunnerCopy(tree or task.source, self.user, adopt=tree is not None)
+        self.copy = RunnerCopy(
+            tree or task.source, self.user, adopt=tree is not None, protected=task.protected
+        )
         try:
             self.copy.sync()  # the tree as shipped, before any agent's change
         except SyncError as exc:
@@ -186,7 +188,7 @@ class Cases:
                 timeout=timeout,
                 log_path=log_path,
                 case_dir=Path(folders.root),
-                reads=self.task.named_files(command),
+                reads=self._reads(command, policy),
             )
         finally:
             # Nothing of the case runs now: its folder goes while the next case starts (no
@@ -194,6 +196,12 @@ class Cases:
             removal = asyncio.ensure_future(asyncio.to_thread(remove_tree, Path(folders.root)))
             self._removals.add(removal)
             removal.add_done_callback(self._removals.discard)
+
+    def _reads(self, command: str, policy: Policy) -> tuple[str, ...]:
+        """The granted task files `command` names (its PoC input, say): the case's user must
+        be able to read each, or the case is an internal failure, never a pass."""
+        granted = [grant.real for grant in policy.readable]
+        return tuple(p for p in self.task.named_files(command) if inside(p, granted))
 
     def close(self) -> None:
         self.runner.close()

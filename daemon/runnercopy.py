@@ -66,10 +66,21 @@ class RunnerCopy:
     """A copy of `origin` for cases run as `user`; `adopt` takes `origin` itself (a grade's
     scratch copy, ours already) instead of copying it."""
 
-    def __init__(self, origin: Path, user: CaseUser, *, adopt: bool = False) -> None:
+    def __init__(
+        self,
+        origin: Path,
+        user: CaseUser,
+        *,
+        adopt: bool = False,
+        protected: tuple[str, ...] = (),
+    ) -> None:
         self.origin = origin
         self.user = user
         self.adopted = adopt
+        # task.toml's `protected` paths keep what the first sync found: a grade puts them back
+        # as shipped, so test_patch sees what grading will.
+        self.frozen = Ignore.of(protected) if protected else None
+        self.kept: set[str] = set()
         self.folder: Path | None = None
         self.seen: dict[str, Seen] = {}  # every file and folder the sync carries, by path
         self.ignore: Ignore | None = None
@@ -90,6 +101,9 @@ class RunnerCopy:
                 os.mkdir(self.path, 0o700)
                 self._sync()
                 self.ignore = Ignore(self.path)
+                if self.frozen is not None:
+                    folders = {p for p, seen in self.seen.items() if stat.S_ISDIR(seen.mode)}
+                    self.kept = {p for p in self.seen if self.frozen.excludes(p, p in folders)}
             else:
                 self._sync()
         except OSError as exc:
@@ -117,7 +131,7 @@ class RunnerCopy:
         try:
             target = os.open(self.path, DIR_FLAGS)
             try:
-                found: set[str] = set()
+                found: set[str] = set(self.kept)
                 self._folder(source, target, "", found, first, track=True)
                 if first:
                     self._own(target, os.fstat(source))
@@ -146,12 +160,14 @@ class RunnerCopy:
             kind = stat.S_IFMT(info.st_mode)
             if kind not in (stat.S_IFDIR, stat.S_IFREG, stat.S_IFLNK):
                 continue  # a FIFO, a socket, a device: git keeps none either
+            is_dir = kind == stat.S_IFDIR
+            if not first and self.frozen is not None and self.frozen.excludes(path, is_dir):
+                continue  # protected: as shipped
             old = self.seen.get(path)
             if old is not None and stat.S_IFMT(old.mode) != kind:
                 _clear(target, entry.name)  # a file became a folder, or the other way round
                 del self.seen[path]
             inner_track = track and not (kind == stat.S_IFDIR and entry.name == ".git")
-            is_dir = kind == stat.S_IFDIR
             if (not first and not inner_track) or not self._carried(path, is_dir, first):
                 continue
             if inner_track:

@@ -22,6 +22,9 @@ from typing import Any
 
 import pytest
 
+from ssebench.testing.calls import call
+from ssebench.testing.servers import clean_env, start_server
+
 from .rigtasks import (
     BUILD_OUTPUTS,
     C_PROTECTED,
@@ -302,3 +305,27 @@ def test_validate_warns_of_a_fix_that_changes_a_protected_path(
             "the fix changes protected paths, which grading puts back: tests/test_hostport.py",
         ],
     )
+
+
+def test_test_patch_runs_the_protected_tests_as_shipped(tmp_path: Path) -> None:
+    """Once the server runs, the agent edits a protected test (here so that it fails):
+    test_patch runs it as shipped, as grading will, and says so by its result."""
+    task = tmp_path / "c-rle"
+    shutil.copytree(EXAMPLES / "c-rle", task)
+    subprocess.run(["patch", "-s", "-p1", "-d", str(task / "src")],
+                   input=(EXAMPLES / "c-rle" / "fix.patch").read_bytes(), check=True)  # fmt: skip
+    server = start_server(
+        tmp_path, ["--task", str(task), "--difficulty", "2"], env=clean_env(tmp_path)
+    )
+    try:
+        cli = task / "src" / "tests" / "cli.sh"
+        cli.write_text(cli.read_text() + "echo 'the agent broke this'; exit 1\n")
+        assert call(server.url) == (
+            "test_patch result: every check that ran passed.\n\nChecks:\n- build: passed\n"
+            "- functional tests: passed\n\nNot available at difficulty level 2 "
+            "(NO_FUTURE_TEST): PoCs, intent tests. Nothing is reported about them. Without the "
+            "PoCs, this result does not show whether the vulnerability is fixed."
+        )
+        assert "the agent broke this" in cli.read_text()  # its own tree keeps its edit
+    finally:
+        server.stop()

@@ -172,3 +172,30 @@ def test_an_adopted_tree_becomes_the_case_users_and_is_never_synced(
     runner.sync()
     runner.close()
     assert runner.path == grade and (grade / "built").exists()  # its maker removes it
+
+
+def test_protected_paths_stay_as_shipped(tmp_path: Path, user: CaseUser) -> None:
+    """What grading puts back, the runner copy never takes from the agent: test_patch sees
+    the tests grading will run."""
+    agent = tree(tmp_path / "agent")
+    (agent / "tests").mkdir()
+    (agent / "tests" / "test_a.sh").write_text("exit 1\n")
+    runner = RunnerCopy(agent, user, protected=("tests/", "/Makefile"))
+    runner.sync()
+    try:
+        (agent / "tests" / "test_a.sh").write_text("exit 0  # rigged\n")
+        (agent / "tests" / "conftest.py").write_text("rigged\n")
+        (agent / "Makefile").unlink()
+        (agent / "src" / "a.c").write_text("int a = 2;\n")
+        runner.sync()
+        assert files(runner.path) == {
+            ".git/HEAD": "ref: refs/heads/main\n",
+            ".gitignore": "*.o\nbuild/\n",
+            "Makefile": "all:\n",
+            "src/a.c": "int a = 2;\n",
+            "src/b.c": "int b;\n",
+            "tests/test_a.sh": "exit 1\n",
+            "vendor/shipped.o": "shipped, ignored, kept\n",
+        }
+    finally:
+        runner.close()

@@ -16,6 +16,7 @@ import asyncio
 import json
 import os
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -230,5 +231,36 @@ def test_a_venv_behind_a_task_folder_locked_to_root_works(
         done = run_cli("check", "--task", str(task), "--difficulty", "3", "--isolation", mechanism)
         assert done.returncode == 0, done.stdout + done.stderr
         assert oct(task.stat().st_mode & 0o777) == "0o700"
+    finally:
+        subprocess.run(["rm", "-rf", str(top)], check=True)
+
+
+@pytest.mark.skipif(not ROOT, reason="runs ssebench as another user")
+def test_a_poc_input_the_cases_user_cannot_read_is_an_error_never_a_pass(tmp_path: Path) -> None:
+    """A PoC that cannot open its input would "no longer trigger" and pass: the case is an
+    internal failure instead, naming the file (here a non-root daemon, whose cases run as
+    itself, and an input only root reads)."""
+    as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    ssebench = Path(sys.executable).with_name("ssebench")
+    top = Path(tempfile.mkdtemp(prefix="ssebench-test-", dir="/tmp"))
+    try:
+        top.chmod(0o755)
+        task = small_task(
+            top / "task",
+            '[checks.pocs]\nfiles = ["pocs"]\ncases = ["cat $SSE_TASK_DIR/pocs/crash.bin"]\n',
+        )
+        (task / "pocs").mkdir()
+        (task / "pocs" / "crash.bin").write_text("the input\n")
+        (task / "pocs" / "crash.bin").chmod(0o600)
+        done = subprocess.run(
+            [*as_nobody, str(ssebench), "check", "--task", str(task), "--difficulty", "0",
+             "--quiet"],
+            capture_output=True, text=True, env={**os.environ, "TMPDIR": "/tmp"},
+        )  # fmt: skip
+        assert (done.returncode, done.stdout) == (
+            3,
+            "An internal testing failure occurred. Your patch is not responsible for this failure.",
+        )
+        assert f"cannot read {task / 'pocs' / 'crash.bin'}" in done.stderr
     finally:
         subprocess.run(["rm", "-rf", str(top)], check=True)

@@ -21,7 +21,12 @@ pytestmark = [pytest.mark.security, pytest.mark.container, pytest.mark.timeout(9
 
 ROOT = Path(__file__).resolve().parents[3]
 IMAGE = os.environ.get("SSEBENCH_TEST_IMAGE", "")
-SUITE = ["tests/unit/test_isolation.py", "tests/e2e/security"]
+SUITE = [
+    "tests/unit/test_policy.py",
+    "tests/unit/test_runnercopy.py",
+    "tests/e2e/test_confine.py",
+    "tests/e2e/security",
+]
 
 
 @pytest.mark.skipif(

@@ -1,0 +1,213 @@
+"""The trusted core with real cases: what a confined case can and cannot do, with every mechanism
+this machine has, through the daemon's `Cases` (a supervisor process, the case under bubblewrap
+or Landlock as a user of its own, the processes it leaves behind looked up in /proc afterwards).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+from ssebench.core.daemons.local import available, choose_isolation
+from ssebench.daemon.cases import Cases
+from ssebench.daemon.confine.runner import CaseEnd
+from ssebench.daemon.confine.user import case_user
+from ssebench.daemon.guard import make_folder, private_parent, remove_folder
+from ssebench.daemon.task import load_task
+from ssebench.plugins.build import BUILD
+from ssebench.plugins.intent import INTENT
+from ssebench.plugins.poc import POCS
+
+pytestmark = pytest.mark.timeout(120)
+
+MECHANISMS = ["none", *available(case_user())]
+CONFINED = [name for name in MECHANISMS if name != "none"]
+TOML = """files = ["intent/t.sh"]
+env = { GREETING = "hi" }
+[checks.build]
+run = "true"
+[checks.pocs]
+files = ["pocs"]
+cases = ["cat $SSE_TASK_DIR/pocs/one.bin"]
+"""
+
+
+def write_task(root: Path, toml: str) -> Path:
+    (root / "src").mkdir(parents=True)
+    (root / "pocs").mkdir()
+    (root / "pocs" / "one.bin").write_text("poc one\n")
+    (root / "intent").mkdir()
+    (root / "intent" / "t.sh").write_text("exit 0\n")
+    (root / "task.toml").write_text('source = "src"\n' + toml)
+    return root
+
+
+def run_case(
+    tmp: Path, mechanism: str, command: str, check: str = "build", **options: object
+) -> tuple[CaseEnd, str, Path]:
+    """One case; its end, its log, and a copy of what its tree held afterwards (the runner
+    copy goes with the daemon)."""
+    task = load_task(write_task(tmp, TOML), [BUILD, POCS, INTENT])
+    cases = Cases(task, [BUILD, POCS], mechanism=choose_isolation(mechanism), **options)  # type: ignore[arg-type]
+    log = tmp / "case.log"
+    kept = tmp / "tree-after"
+    try:
+        end = asyncio.run(cases.run(command, check, timeout=20, log_path=log))
+        os.system(f"cp -a {cases.copy.path} {kept}")
+    finally:
+        cases.close()
+    return end, log.read_text(errors="replace"), kept
+
+
+ESCAPES = (
+    "setsid -f env -u SSE_CASE_ID sleep 310; "
+    "(sleep 311 & echo $! >> pids) ; "
+    "nohup bash -c 'exec -a renamed sleep 312' >/dev/null 2>&1 & echo $! >> pids; "
+    "setsid -f bash -c 'echo $$ >> pids; while :; do (sleep 313 &); sleep 0.01; done'; "
+    "sleep 0.5; pgrep -f 'sleep 31[0-3]' >> pids; echo started"
+)
+
+
+def _running(pattern: re.Pattern[str]) -> list[str]:
+    found = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if pattern.search(cmdline) and _alive(int(entry)):
+            found.append(cmdline)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in "ZX"
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_nothing_a_case_started_outlives_it(tmp_path: Path, mechanism: str) -> None:
+    end, log, tree = run_case(tmp_path, mechanism, ESCAPES)
+    assert (end.exit_code, log) == (0, "started\n")
+    pids = [int(line) for line in (tree / "pids").read_text().split()]
+    if mechanism == "bubblewrap":
+        pids = []  # the pids it wrote are its own namespace's: look for the commands instead
+    time.sleep(0.2)
+    assert [pid for pid in pids if _alive(pid)] == []
+    assert _running(re.compile(r"sleep 31[0-3]|renamed")) == []
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_a_log_is_cut_at_its_limit_and_says_so(tmp_path: Path, mechanism: str) -> None:
+    end, log, _ = run_case(tmp_path, mechanism, "yes | head -c 5000; echo done >&2", log_limit=1000)
+    assert (end.exit_code, end.dropped) == (0, 4005)
+    assert log == "y\n" * 500 + (
+        "\n[ssebench: this case printed more than its log's limit of 1000 bytes; "
+        "the 4005 bytes after it were dropped]\n"
+    )
+
+
+@pytest.mark.parametrize("mechanism", CONFINED)
+def test_what_a_confined_case_can_and_cannot_do(tmp_path: Path, mechanism: str) -> None:
+    script = (
+        'for p in "$SSE_TASK_DIR/task.toml" "$SSE_TASK_DIR/intent/t.sh" '
+        '"$SSE_TASK_DIR/pocs/one.bin" /etc/hostname; do '
+        'cat "$p" >/dev/null 2>&1 && echo "read $p" || echo "no $p"; done; '
+        '{ echo x > "$SSE_TASK_DIR/intent/t.sh"; } 2>/dev/null && echo wrote '
+        "|| echo no-write-task; "
+        'echo x > built && echo wrote-tree; echo x > "$TMPDIR/t" && echo wrote-tmpdir; '
+        'echo x > "$HOME/h" && echo wrote-home; touch /usr/x 2>/dev/null || echo no-write-usr; '
+        f"kill -0 {os.getpid()} 2>/dev/null || echo no-signal; "
+        "(exec 3<>/dev/tcp/127.0.0.1/22) 2>/dev/null && echo tcp || echo no-tcp; "
+        'echo "$GREETING ${SSE_DIFFICULTY-unset} $(id -u)"'
+    )
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+        _, log, tree = run_case(tmp_path, mechanism, script.replace("22", str(port)))
+    task = tmp_path
+    uid = log.splitlines()[-1].split()[-1]
+    assert log.splitlines() == [
+        f"no {task}/task.toml",
+        f"read {task}/intent/t.sh",
+        f"no {task}/pocs/one.bin",  # the build reads its own check's files, never the PoCs'
+        "read /etc/hostname",
+        "no-write-task",
+        "wrote-tree",
+        "wrote-tmpdir",
+        "wrote-home",
+        "no-write-usr",
+        "no-signal",
+        "no-tcp",
+        f"hi unset {uid}",
+    ]
+    assert (task / "intent" / "t.sh").read_text() == "exit 0\n"
+    assert (tree / "built").exists() and not (task / "src" / "built").exists()
+    if os.geteuid() == 0:
+        assert int(uid) not in (0, os.stat(task / "src").st_uid)  # a user of its own
+
+
+def test_a_supervisor_killed_from_outside_fails_its_case_and_is_started_again(
+    tmp_path: Path,
+) -> None:
+    task = load_task(write_task(tmp_path, TOML), [BUILD, POCS, INTENT])
+    cases = Cases(task, [BUILD], mechanism=choose_isolation("none"))
+
+    async def scenario() -> list[str]:
+        seen = []
+        first = await cases.run("echo one", "build", timeout=10, log_path=tmp_path / "1.log")
+        seen.append(f"first {first.exit_code}")
+        running = asyncio.create_task(
+            cases.run("sleep 30", "build", timeout=60, log_path=tmp_path / "2")
+        )
+        await asyncio.sleep(0.5)
+        assert cases.runner._proc is not None
+        cases.runner._proc.kill()  # as root outside the case could
+        try:
+            await running
+        except Exception as exc:
+            seen.append(f"{type(exc).__name__}: {exc}")
+        again = await cases.run("echo three", "build", timeout=10, log_path=tmp_path / "3.log")
+        seen.append(f"again {again.exit_code} {(tmp_path / '3.log').read_text().strip()}")
+        return seen
+
+    try:
+        assert asyncio.run(scenario()) == [
+            "first 0",
+            "RunnerError: the case supervisor died",
+            "again 0 three",
+        ]
+    finally:
+        cases.close()
+        # Its case outlived it: a case cannot kill the supervisor, only a privileged process
+        # outside could (the test, here), and such a process is beyond what ssebench confines.
+        os.system("pkill -9 -x -f 'sleep 30'")
+
+
+@pytest.mark.parametrize("mechanism", CONFINED)
+def test_another_daemons_folders_stay_out_of_reach_even_made_later(
+    tmp_path: Path, mechanism: str
+) -> None:
+    task = load_task(write_task(tmp_path, TOML), [BUILD, POCS, INTENT])
+    cases = Cases(task, [BUILD], mechanism=choose_isolation(mechanism))
+    other = make_folder("ssebench-logs-")  # another daemon's spool, made after ours
+    try:
+        (other / "log").write_text("MARK-OTHER-SPOOL\n")
+        log = tmp_path / "case.log"
+        asyncio.run(
+            cases.run(f"cat {other}/log; ls {other.parent}", "build", timeout=10, log_path=log)
+        )
+        assert "MARK-OTHER-SPOOL" not in log.read_text()
+        assert other.name not in log.read_text().splitlines()  # not in the listing
+    finally:
+        cases.close()
+        remove_folder(other)
+    assert not private_parent().exists() or list(private_parent().iterdir()) != [other]
