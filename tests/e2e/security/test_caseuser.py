@@ -259,7 +259,7 @@ def test_a_poc_input_the_cases_user_cannot_read_is_an_error_never_a_pass(tmp_pat
         )  # fmt: skip
         assert (done.returncode, done.stdout) == (
             3,
-            "An internal testing failure occurred. Your patch is not responsible for this failure.",
+            "An internal testing failure occurred. Your patch is not responsible for this failure.\n",
         )
         assert f"cannot read {task / 'pocs' / 'crash.bin'}" in done.stderr
     finally:
