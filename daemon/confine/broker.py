@@ -24,6 +24,7 @@ import errno
 import os
 import socket
 import stat
+import subprocess
 from dataclasses import dataclass, field
 
 from ssebench.daemon.confine.policy import CaseUser, inside
@@ -253,3 +254,38 @@ class Broker:
     def close(self) -> None:
         with contextlib.suppress(OSError):
             os.close(self.listener)
+
+
+def possible(user: CaseUser) -> bool:
+    """Whether this process can take a socket from a case of `user`'s (pidfd_getfd): tried on
+    a child that became `user` and exec'd, as a case does (a root without CAP_SYS_PTRACE, as
+    Docker's, cannot: its profile refuses the call)."""
+
+    def become() -> None:
+        if user.switched:
+            os.setgroups([])
+            os.setresgid(user.gid, user.gid, user.gid)
+            os.setresuid(user.uid, user.uid, user.uid)
+
+    try:
+        child = subprocess.Popen(
+            ["cat"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, preexec_fn=become
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    try:  # past its exec (Popen waits for it): dumpable again, as a case's processes are
+        pidfd = os.pidfd_open(child.pid)
+        try:
+            fd = int(_libc.syscall(syscall_number("pidfd_getfd"), pidfd, 0, 0))
+        finally:
+            os.close(pidfd)
+        if fd < 0:
+            return False
+        os.close(fd)
+        return True
+    except OSError:
+        return False
+    finally:
+        assert child.stdin is not None
+        child.stdin.close()
+        child.wait()

@@ -88,6 +88,10 @@ class Landlock(Confinement):
         self.rules: dict[Policy, list[tuple[int, int]]] = {}
 
     @property
+    def unix_checked(self) -> bool:
+        return self.brokers or self.abi >= RESOLVE_UNIX_ABI
+
+    @property
     def shared_tmp(self) -> tuple[str, ...]:
         """The machine's /tmp and /var/tmp, for a case user of its own, whose permissions keep
         it from other users' files there; a non-root daemon's cases, run as itself, would

@@ -12,6 +12,7 @@ before anything else and sends the listener back to the supervisor over a socket
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import subprocess
@@ -19,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ssebench.daemon.confine import seccomp
+from ssebench.daemon.confine import broker, seccomp
 from ssebench.daemon.confine.access import Shape
 from ssebench.daemon.confine.policy import SHARED_TMP, CaseUser, Limits, Policy
 from ssebench.daemon.confine.user import set_limits
@@ -165,19 +166,35 @@ class Confinement:
         """The deny filter for a task with or without the network, built once each."""
         if network not in self._filters:
             self._filters[network] = seccomp.build(
-                network=network, own_network=self.own_network, host_ipc=not self.own_network
+                network=network,
+                own_network=self.own_network,
+                host_ipc=not self.own_network,
+                unix=self.unix_checked,
             )
         return self._filters[network]
 
     def launch(self, command: Sequence[str], policy: Policy, folders: Folders, cwd: str) -> Launch:
         raise NotImplementedError
 
+    @functools.cached_property
+    def brokers(self) -> bool:
+        """Whether this supervisor can make a case's connections (broker.py): it must take a
+        socket from a process of the case's user, which Docker's default profile refuses to a
+        root without CAP_SYS_PTRACE. Where it cannot, Unix sockets are left to the mechanism's
+        own check of their paths, or refused but socketpair's."""
+        return broker.possible(self.user)
+
+    @property
+    def unix_checked(self) -> bool:
+        """Whether a Unix socket's connection is decided by its path here."""
+        return self.brokers
+
     def brokered(self, launch: Launch, policy: Policy) -> Callable[[], None]:
         """The child's first step: no new privileges, then the broker's filter, whose listener
         it sends back on a socket pair (`launch.listener` is our end). Nothing without it for
-        a task with the network."""
-        if policy.network:
-            return lambda: None
+        a task with the network, or where there is no broker."""
+        if policy.network or not self.brokers:
+            return seccomp.no_new_privileges
         if not self._broker:
             self._broker = seccomp.broker_filter()
             self._seccomp_nr = seccomp.syscall_number("seccomp")

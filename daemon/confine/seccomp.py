@@ -68,20 +68,22 @@ def _library() -> ModuleType:
     return pyseccomp  # type: ignore[no-any-return]
 
 
-def socket_families() -> tuple[int, ...]:
+def socket_families(*, unix: bool) -> tuple[int, ...]:
     """The socket families a case may create with network = false: inet (in a network namespace
     of its own, under bubblewrap, all of it is the case's own; under Landlock only TCP, which
-    Landlock checks: see `build`), netlink for routing information, and Unix (whose connections
-    the supervisor makes: daemon/confine/broker.py)."""
-    return tuple(sorted([socket.AF_INET, socket.AF_INET6, socket.AF_NETLINK, socket.AF_UNIX]))
+    Landlock checks: see `build`), netlink for routing information, and Unix where its
+    connections are decided by their path (by the supervisor, daemon/confine/broker.py, or by
+    Landlock from ABI 9); elsewhere only socketpair() makes Unix sockets."""
+    families = [socket.AF_INET, socket.AF_INET6, socket.AF_NETLINK]
+    return tuple(sorted([*families, *([socket.AF_UNIX] if unix else [])]))
 
 
-def build(*, network: bool, own_network: bool, host_ipc: bool) -> bytes:
+def build(*, network: bool, own_network: bool, host_ipc: bool, unix: bool) -> bytes:
     """The deny filter as a BPF program, for `--seccomp` or `load`.
 
     `network`: the task opted in (no socket rule at all). `own_network`: the case has its own
     network namespace. `host_ipc`: the case shares the host's IPC namespace (so SysV IPC and
-    message queues are refused).
+    message queues are refused). `unix`: Unix sockets' paths are checked.
     """
     lib = _library()
     sf = lib.SyscallFilter(lib.ALLOW)
@@ -90,7 +92,7 @@ def build(*, network: bool, own_network: bool, host_ipc: bool) -> bytes:
     for name in (*ALWAYS_DENIED, *(HOST_IPC if host_ipc else ())):
         sf.add_rule(refuse, name)
     if not network:
-        _families(lib, sf, deny, socket_families())
+        _families(lib, sf, deny, socket_families(unix=unix))
         _route_only(lib, sf, deny)
         _no_unix_datagrams(lib, sf, deny)
         if not own_network:

@@ -235,13 +235,16 @@ def test_a_venv_behind_a_task_folder_locked_to_root_works(
         subprocess.run(["rm", "-rf", str(top)], check=True)
 
 
-@pytest.mark.skipif(not ROOT, reason="runs ssebench as another user")
 def test_a_poc_input_the_cases_user_cannot_read_is_an_error_never_a_pass(tmp_path: Path) -> None:
     """A PoC that cannot open its input would "no longer trigger" and pass: the case is an
-    internal failure instead, naming the file (here a non-root daemon, whose cases run as
-    itself, and an input only root reads)."""
-    as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    internal failure instead, naming the file. A non-root daemon (its cases run as itself) and
+    an input it cannot read: as root, the test runs ssebench as uid 65534; as another user, on
+    an input of its own of mode 0."""
     ssebench = Path(sys.executable).with_name("ssebench")
+    as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if ROOT else []
+    python = os.path.realpath(sys.executable)
+    if subprocess.run([*as_nobody, "test", "-x", python], capture_output=True).returncode:
+        pytest.skip(f"{sys.executable} cannot be run by uid 65534 here")
     top = Path(tempfile.mkdtemp(prefix="ssebench-test-", dir="/tmp"))
     try:
         top.chmod(0o755)
@@ -251,7 +254,7 @@ def test_a_poc_input_the_cases_user_cannot_read_is_an_error_never_a_pass(tmp_pat
         )
         (task / "pocs").mkdir()
         (task / "pocs" / "crash.bin").write_text("the input\n")
-        (task / "pocs" / "crash.bin").chmod(0o600)
+        (task / "pocs" / "crash.bin").chmod(0o600 if ROOT else 0)
         done = subprocess.run(
             [*as_nobody, str(ssebench), "check", "--task", str(task), "--difficulty", "0",
              "--quiet"],
@@ -259,7 +262,8 @@ def test_a_poc_input_the_cases_user_cannot_read_is_an_error_never_a_pass(tmp_pat
         )  # fmt: skip
         assert (done.returncode, done.stdout) == (
             3,
-            "An internal testing failure occurred. Your patch is not responsible for this failure.\n",
+            "An internal testing failure occurred. Your patch is not responsible for this "
+            "failure.\n",
         )
         assert f"cannot read {task / 'pocs' / 'crash.bin'}" in done.stderr
     finally:

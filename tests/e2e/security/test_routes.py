@@ -272,7 +272,12 @@ def test_socketpair_and_a_socket_in_the_case_folder_work(
     (task / "src" / "sockets.py").write_text(SOCKETS)
     done = run_cli("check", "--task", str(task), "--difficulty", "3", "--isolation", mechanism)
     log = done.stdout.split("```")[1] if "```" in done.stdout else done.stdout
-    assert "pair\nown\n" in log  # the supervisor connects it: its path is the case's own
+    if possible(case_user()) or (mechanism == "landlock" and landlock_abi() >= RESOLVE_UNIX_ABI):
+        assert "pair\nown\n" in log  # its path is the case's own: the connection is made
+    else:
+        # Nothing can tell a socket's path from another's here (a root without CAP_SYS_PTRACE,
+        # as Docker's, cannot take the case's socket to connect it): only socketpair works.
+        assert "pair\nown folder refused: Permission denied" in log
 
 
 @pytest.mark.parametrize("mechanism", mechanisms())
@@ -339,7 +344,7 @@ def test_a_daemon_that_cannot_read_the_tree_says_so_at_start(tmp_path: Path) -> 
     one line, exit 2, not a failed build that blames the patch."""
     as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
     ssebench = Path(sys.executable).with_name("ssebench")
-    if subprocess.run([*as_nobody, "test", "-x", str(ssebench)]).returncode != 0:
+    if subprocess.run([*as_nobody, "test", "-x", os.path.realpath(sys.executable)]).returncode:
         pytest.skip(f"{ssebench} cannot be run by uid 65534 here")
     top = Path(tempfile.mkdtemp(prefix="ssebench-test-", dir="/tmp"))
     try:
