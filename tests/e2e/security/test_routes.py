@@ -30,6 +30,10 @@ import pytest
 
 from e2e.security.services import EXAMPLE, c_example, statuses, task_hashes
 from e2e.security.test_attacks import mechanisms
+from ssebench.daemon.confine.broker import possible
+from ssebench.daemon.confine.landlock import RESOLVE_UNIX_ABI
+from ssebench.daemon.confine.landlock import abi_version as landlock_abi
+from ssebench.daemon.confine.user import case_user
 
 pytestmark = [pytest.mark.security, pytest.mark.timeout(300)]
 
