@@ -61,7 +61,7 @@ class Task:
         """The task files `command` names that exist, where they lead: its case's user must
         read each of them."""
         return tuple(
-            os.path.realpath(path) for path in named_task_paths(self, command) if path.exists()
+            os.path.realpath(path) for path in named_task_paths(self, command) if _there(path)
         )
 
     def moved(self, directory: Path) -> Task:
@@ -85,6 +85,18 @@ class Task:
         keys = {check.key for check in enabled}
         own = (path for key, table in self.checks.items() if key in keys for path in table.files)
         return tuple(dict.fromkeys([*self.files, *own]))
+
+
+def _there(path: Path) -> bool:
+    """Whether `path` may exist: a file we cannot even look at counts (its case then says
+    whether it can read it)."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def find_task_file(task: Path) -> Path:

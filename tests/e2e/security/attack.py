@@ -196,7 +196,8 @@ def meta(route: str, action: object, path: str) -> None:
         print(f"-- {route} {path}: {exc}")
 
 
-task_paths = [task_dir, f"{task_dir}/task.toml", *targets.get("withheld", [])]
+task_paths = [task_dir, f"{task_dir}/task.toml"] if targets.get("task_itself", True) else []
+task_paths += targets.get("withheld", [])
 for path in task_paths:
     meta("chmod", lambda p: os.chmod(p, 0), path)
     meta("utime", lambda p: os.utime(p, (0, 0)), path)

@@ -64,21 +64,28 @@ class Layout:
     task: Path
     outside: Path  # where the withheld files lie (under /opt when root)
     marks: Markers
+    owner: str
 
     @property
     def pocs(self) -> Path:
         return self.outside / "pocs"
 
     def targets(self) -> dict[str, object]:
-        """What the attack aims at beyond the task folder."""
+        """What the attack aims at beyond the task folder. A non-root daemon's cases run as
+        itself, the owner of the task: the metadata of its files is theirs (docs/isolation.md),
+        so those routes are tried only against a daemon of root's."""
+        metadata = self.owner != "self"
         return {
             "paths": [f"{self.outside}/**", f"{self.task.parent}/dataset/**"],
-            "withheld": [str(self.pocs / "crash.bin"), str(self.pocs), str(self.task / "intent")],
+            "withheld": [str(self.pocs / "crash.bin"), str(self.pocs), str(self.task / "intent")]
+            if metadata
+            else [],
             # Which withheld files exist, and their sizes (a withheld folder's own name shows).
-            "stat": [str(self.pocs / "crash.bin"), f"{self.task}/intent/test.sh"],
-            "system": [str(self.outside / "tool")],
+            "stat": [str(self.pocs / "crash.bin"), f"{self.task}/intent/test.sh"] * metadata,
+            "system": [str(self.outside / "tool")] * metadata,
             "root_only": [f"{self.outside}/dataset/**"],
             "state_mark": self.marks.state,
+            "task_itself": metadata,
         }
 
     def remove(self) -> None:
@@ -124,7 +131,7 @@ def make_layout(root: Path, marks: Markers, owner: str) -> Layout:
     if owner == "agent":
         subprocess.run(["chown", "-R", f"{AGENT_UID}:{AGENT_UID}", str(source)], check=True)
         root.chmod(0o700)
-    return Layout(root, outside, marks)
+    return Layout(root, outside, marks, owner)
 
 
 def task_state(layout: Layout) -> dict[str, tuple[str, int, int, list[str]]]:

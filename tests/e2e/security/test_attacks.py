@@ -188,7 +188,7 @@ def test_without_isolation_the_same_attack_finds_the_markers(tmp_path: Path) -> 
     queues = sysv_queues()
     with Services(tmp_path) as services:
         layout, server, report = attack(
-            tmp_path, 2, ["--no-isolation"], services, spare_server=True
+            tmp_path, 2, ["--no-isolation"], services, owner=OWNERS[0], spare_server=True
         )
     try:
         assert len(services.heard) == 4  # the pathname sockets, the abstract one, UDP
