@@ -28,6 +28,7 @@ import grading
 import isolation
 import overhead
 import responsiveness
+import runnercopy
 import startup
 from _common import machine
 
@@ -37,6 +38,7 @@ BENCHMARKS = {
     "biglog": biglog,
     "responsiveness": responsiveness,
     "isolation": isolation,
+    "runnercopy": runnercopy,
     "grading": grading,
     "backends": backends,
 }
