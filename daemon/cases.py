@@ -23,7 +23,7 @@ from ssebench.daemon.confine.choice import UNCONFINED, binds, hides_by_permissio
 from ssebench.daemon.confine.mechanism import Folders, Mechanism
 from ssebench.daemon.confine.policy import CaseUser, Grant, Policy, inside, system_paths
 from ssebench.daemon.confine.runner import GRACE_SECONDS, LOG_LIMIT, CaseEnd, Runner, RunnerError
-from ssebench.daemon.confine.user import case_user, own_user
+from ssebench.daemon.confine.user import CaseUserError, case_user, own_user
 from ssebench.daemon.guard import make_folder, private_parent, remove_folder, remove_tree
 from ssebench.daemon.runnercopy import RunnerCopy, SyncError
 from ssebench.daemon.scratch import copy_tree
@@ -122,7 +122,10 @@ class Cases:
     ) -> None:
         self.mechanism = mechanism or UNCONFINED
         confined = is_confined(self.mechanism)
-        self.user = case_user(user) if confined else own_user()
+        try:
+            self.user = case_user(user) if confined else own_user()
+        except CaseUserError as exc:
+            raise ConfigError(str(exc)) from None
         self.task, self.task_copy = self._readable_task(task)
         self.copy = RunnerCopy(
             tree or task.source, self.user, adopt=tree is not None, protected=task.protected

@@ -32,9 +32,8 @@ from pathlib import Path
 from ssebench.core.gitignore import Ignore
 from ssebench.daemon.confine.policy import CaseUser
 from ssebench.daemon.guard import make_folder, remove_folder, remove_tree
+from ssebench.daemon.treefiles import DIR_FLAGS, FILE_FLAGS, clear, copy_bytes, is_folder, remove
 
-DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 SPECIAL_BITS = stat.S_ISUID | stat.S_ISGID  # never carried: the copy is the case user's
 
 
@@ -136,7 +135,7 @@ class RunnerCopy:
                 if first:
                     self._own(target, os.fstat(source))
                 for path in sorted(set(self.seen) - found, reverse=True):
-                    _remove(target, path)
+                    remove(target, path)
                     del self.seen[path]
             finally:
                 os.close(target)
@@ -165,7 +164,7 @@ class RunnerCopy:
                 continue  # protected: as shipped
             old = self.seen.get(path)
             if old is not None and stat.S_IFMT(old.mode) != kind:
-                _clear(target, entry.name)  # a file became a folder, or the other way round
+                clear(target, entry.name)  # a file became a folder, or the other way round
                 del self.seen[path]
             inner_track = track and not (kind == stat.S_IFDIR and entry.name == ".git")
             if (not first and not inner_track) or not self._carried(path, is_dir, first):
@@ -194,10 +193,10 @@ class RunnerCopy:
         try:
             if first:
                 os.mkdir(name, 0o700, dir_fd=target)
-            elif path not in self.seen or not _is_folder(target, name):
+            elif path not in self.seen or not is_folder(target, name):
                 # New, or no longer a folder in the copy (a case left a link there): made again,
                 # and everything of the agent's inside it copied again.
-                _clear(target, name, keep_folder=True)
+                clear(target, name, keep_folder=True)
                 with contextlib.suppress(FileExistsError):
                     os.mkdir(name, 0o700, dir_fd=target)
                 if path in self.seen:
@@ -223,7 +222,7 @@ class RunnerCopy:
         first, then renamed over what the copy has there."""
         temp = name if fresh else f".ssebench-sync-{name}"[:255]
         if not fresh:
-            _clear(target, temp)
+            clear(target, temp)
         if stat.S_ISLNK(info.st_mode):
             os.symlink(os.readlink(name, dir_fd=source), temp, dir_fd=target)
             if self.user.switched:
@@ -236,7 +235,7 @@ class RunnerCopy:
                 writer = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
                                  0o600, dir_fd=target)  # fmt: skip
                 try:
-                    _copy_bytes(reader, writer)
+                    copy_bytes(reader, writer)
                     self._own(writer, info)
                 finally:
                     os.close(writer)
@@ -245,7 +244,7 @@ class RunnerCopy:
         times = (info.st_atime_ns, info.st_mtime_ns)
         os.utime(temp, ns=times, dir_fd=target, follow_symlinks=False)
         if not fresh:
-            _clear(target, name)
+            clear(target, name)
             os.rename(temp, name, src_dir_fd=target, dst_dir_fd=target)
 
     def _own(self, fd: int, info: os.stat_result) -> None:
@@ -258,58 +257,3 @@ class RunnerCopy:
         if self.folder is not None:
             remove_folder(self.folder, remove_tree)
             self.folder = None
-
-
-def _copy_bytes(reader: int, writer: int) -> None:
-    while True:
-        try:
-            moved = os.copy_file_range(reader, writer, 1 << 30)
-        except OSError:
-            moved = os.sendfile(writer, reader, None, 1 << 30)
-        if moved == 0:
-            return
-
-
-def _is_folder(folder: int, name: str) -> bool:
-    try:
-        return stat.S_ISDIR(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode)
-    except FileNotFoundError:
-        return False
-
-
-def _clear(folder: int, name: str, *, keep_folder: bool = False) -> None:
-    """Nothing at `name` in `folder` (a real folder stays when `keep_folder`), links never
-    followed: what a build left in the copy gives way to what the agent has there."""
-    try:
-        info = os.stat(name, dir_fd=folder, follow_symlinks=False)
-    except FileNotFoundError:
-        return
-    if stat.S_ISDIR(info.st_mode):
-        if keep_folder:
-            return
-        inner = os.open(name, DIR_FLAGS, dir_fd=folder)
-        try:
-            for entry in os.listdir(inner):
-                _clear(inner, entry)
-        finally:
-            os.close(inner)
-        os.rmdir(name, dir_fd=folder)
-    else:
-        os.unlink(name, dir_fd=folder)
-
-
-def _remove(root: int, path: str) -> None:
-    """`path` (relative) gone from the copy, whatever it became there; never through a link."""
-    parts = path.split("/")
-    folder = os.dup(root)
-    try:
-        for part in parts[:-1]:
-            try:
-                inner = os.open(part, DIR_FLAGS, dir_fd=folder)
-            except OSError:
-                return  # its folder is gone already, or a link now: nothing of ours there
-            os.close(folder)
-            folder = inner
-        _clear(folder, parts[-1])
-    finally:
-        os.close(folder)

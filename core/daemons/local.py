@@ -14,7 +14,7 @@ from ssebench.daemon.cases import log_owner
 from ssebench.daemon.confine.choice import NONE, available, choose
 from ssebench.daemon.confine.mechanism import IsolationError, Mechanism
 from ssebench.daemon.confine.policy import SYSTEM
-from ssebench.daemon.confine.user import case_user, own_user, protect_self
+from ssebench.daemon.confine.user import CaseUserError, case_user, own_user, protect_self
 from ssebench.daemon.guard import make_folder, remove_folder
 from ssebench.daemon.protect import unmatched_globs
 from ssebench.daemon.runnercopy import RunnerCopy
@@ -53,7 +53,7 @@ def choose_isolation(requested: str, user: str | None = None) -> Mechanism:
     works, a one-line error naming what to install. This process becomes undumpable."""
     try:
         mechanism = choose(requested, own_user() if requested == NONE else case_user(user))
-    except IsolationError as exc:
+    except (IsolationError, CaseUserError) as exc:
         raise ConfigError(str(exc)) from None
     protect_self()
     return mechanism

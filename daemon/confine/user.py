@@ -24,7 +24,6 @@ import pwd
 import resource
 from pathlib import Path
 
-from ssebench.core.errors import ConfigError
 from ssebench.daemon.confine.policy import CaseUser, Limits
 from ssebench.daemon.confine.procfs import processes
 
@@ -41,18 +40,22 @@ PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 
 
+class CaseUserError(ValueError):
+    """`--case-user` names no user cases can run as (one line, exit status 2, above)."""
+
+
 def case_user(requested: str | None = None) -> CaseUser:
     """The user a new daemon's cases run as: `requested` (a name or a uid) or one of its own;
     this process's own user when it is not root (and then `requested` must be it)."""
     if requested is not None:
         user = named_user(requested)
         if os.geteuid() != 0 and user.uid != os.geteuid():
-            raise ConfigError(
+            raise CaseUserError(
                 f"--case-user {requested}: only a root daemon runs cases as another user "
                 f"(this one is uid {os.geteuid()})"
             )
         if user.uid == 0 and os.geteuid() == 0:
-            raise ConfigError(f"--case-user {requested}: cases never run as root")
+            raise CaseUserError(f"--case-user {requested}: cases never run as root")
         return user
     if os.geteuid() != 0:
         return own_user()
@@ -81,7 +84,7 @@ def named_user(requested: str) -> CaseUser:
         else:
             entry = pwd.getpwnam(requested)
     except (KeyError, OverflowError, ValueError):
-        raise ConfigError(f"--case-user {requested}: no such user") from None
+        raise CaseUserError(f"--case-user {requested}: no such user") from None
     return CaseUser(entry.pw_uid, entry.pw_gid, entry.pw_name)
 
 

@@ -4,8 +4,11 @@
   transport stands between our own code and our own daemon.
 - One place makes a daemon (core/daemons/inprocess.py's `open_service`).
 - The daemon layer has one door: above it, only core/daemons and core/server import daemon/.
-- The runner and the case supervisor speak in daemon/messages.py's typed records only: neither
-  builds, parses or indexes a raw JSON dict.
+- The runner and the case supervisor speak in daemon/confine/messages.py's typed records only:
+  neither builds, parses or indexes a raw JSON dict.
+- The trusted core (daemon/confine) stands alone: it imports no pydantic, no httpx and nothing
+  of the daemon's that reads task.toml or serves it (only the guard of its temporary folders),
+  and nothing of core but its errors.
 Each rule is also shown to find what it forbids, so it cannot pass by finding nothing.
 """
 
@@ -18,7 +21,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 ABOVE_THE_DAEMON = ("core", "testing", "plugins")
 DOORS = ("core/daemons", "core/server")
-MESSAGE_ENDS = ("daemon/runner.py", "daemon/supervisor.py")
+MESSAGE_ENDS = ("daemon/confine/runner.py", "daemon/confine/supervisor.py")
+# What the trusted core may import of ssebench: itself, the guard of ssebench's own folders, and
+# core's errors (which import nothing).
+CORE_ALLOWED = ("ssebench.daemon.confine", "ssebench.daemon.guard", "ssebench.core.errors")
+CORE_FORBIDDEN = ("pydantic", "httpx", "starlette", "uvicorn", "fastmcp", "mcp")
 
 
 def sources(*folders: str) -> Iterator[tuple[str, ast.Module]]:
@@ -107,6 +114,28 @@ def test_one_place_makes_a_daemon() -> None:
     assert [where.split(":")[0] for where in found] == ["core/daemons/inprocess.py"]
 
 
+def core_imports(name: str, tree: ast.Module) -> list[str]:
+    """What a module of the trusted core imports that it may not."""
+    found = []
+    for node in ast.walk(tree):
+        modules = []
+        if isinstance(node, ast.ImportFrom) and node.module:
+            modules = [node.module]
+        elif isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        for module in modules:
+            ours = module.startswith("ssebench") and not module.startswith(CORE_ALLOWED)
+            if ours or module.split(".")[0] in CORE_FORBIDDEN:
+                found.append(f"{name}:{node.lineno} {module}")
+    return found
+
+
+def test_the_trusted_core_stands_alone() -> None:
+    found = [where for name, tree in sources("daemon/confine") for where in
+             core_imports(name, tree)]  # fmt: skip
+    assert found == []
+
+
 def test_runner_and_supervisor_exchange_typed_records_only() -> None:
     found = [where for name, tree in sources("daemon") if name in MESSAGE_ENDS for where in
              untyped_messages(name, tree)]  # fmt: skip
@@ -124,6 +153,11 @@ def test_the_rules_find_what_they_forbid() -> None:
     assert daemon_imports("m", tree) == ["m:3 ssebench.daemon.task"]
     assert transports("m", tree) == ["m:4 class T", "m:5 ASGITransport"]
     assert services_made("m", tree) == ["m:6"]
+    core = ast.parse(
+        "import pydantic\nfrom ssebench.daemon.task import load_task\n"
+        "from ssebench.daemon.confine.policy import Policy\nimport httpx\n"
+    )
+    assert core_imports("m", core) == ["m:1 pydantic", "m:2 ssebench.daemon.task", "m:4 httpx"]
     untyped = ast.parse(
         "import json\n"
         "def send(message: dict[str, Any]) -> None:\n"
@@ -139,3 +173,17 @@ def test_the_rules_find_what_they_forbid() -> None:
         "m:4 json.loads",
         "m:5 answer.get('id')",
     ]
+
+
+def test_the_case_supervisor_loads_no_pydantic_at_run_time() -> None:
+    """Every fork of the supervisor copies what it loaded (15 MB, not 26, without pydantic)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, ssebench.daemon.confine.supervisor, ssebench.daemon.confine.probe; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('pydantic', 'httpx', 'starlette', 'fastmcp')))"
+    )
+    done = subprocess.run([sys.executable, "-I", "-c", probe], capture_output=True, text=True)
+    assert (done.returncode, done.stdout) == (0, "[]\n"), done.stderr

@@ -11,12 +11,19 @@ import pytest
 
 from ssebench.core.errors import ConfigError
 from ssebench.daemon.cases import case_environment, policy_for
-from ssebench.daemon.confine import access
-from ssebench.daemon.confine.access import Shape, View, allows, decode, encode, plan
+from ssebench.daemon.confine import access, acl
+from ssebench.daemon.confine.access import Shape, View, plan
+from ssebench.daemon.confine.acl import allows, decode, encode
 from ssebench.daemon.confine.choice import choose
 from ssebench.daemon.confine.mechanism import Folders, IsolationError, Mechanism
 from ssebench.daemon.confine.policy import CaseUser, Grant, system_paths, visible_roots
-from ssebench.daemon.confine.user import CASE_UID_BASE, SLOTS, case_user, named_user
+from ssebench.daemon.confine.user import (
+    CASE_UID_BASE,
+    SLOTS,
+    CaseUserError,
+    case_user,
+    named_user,
+)
 from ssebench.daemon.guard import private_parent
 from ssebench.daemon.task import load_task
 from ssebench.plugins.build import BUILD
@@ -201,20 +208,20 @@ def test_each_daemon_of_a_process_gets_a_user_of_its_own_that_no_account_has() -
 
 
 def test_a_case_user_that_cannot_be_is_one_line() -> None:
-    with pytest.raises(ConfigError, match=r"^--case-user no-such-user: no such user$"):
+    with pytest.raises(CaseUserError, match=r"^--case-user no-such-user: no such user$"):
         named_user("no-such-user")
     if ROOT:
-        with pytest.raises(ConfigError, match=r"^--case-user root: cases never run as root$"):
+        with pytest.raises(CaseUserError, match=r"^--case-user root: cases never run as root$"):
             case_user("root")
     else:
-        with pytest.raises(ConfigError, match="only a root daemon runs cases as another user"):
+        with pytest.raises(CaseUserError, match="only a root daemon runs cases as another user"):
             case_user("root")
 
 
 def test_an_acl_survives_its_encoding() -> None:
-    entries = [(access.USER_OBJ, 7, access.UNDEFINED), (access.USER, 0, 1900000016),
-               (access.GROUP_OBJ, 5, access.UNDEFINED), (access.MASK, 5, access.UNDEFINED),
-               (access.OTHER, 5, access.UNDEFINED)]  # fmt: skip
+    entries = [(acl.USER_OBJ, 7, acl.UNDEFINED), (acl.USER, 0, 1900000016),
+               (acl.GROUP_OBJ, 5, acl.UNDEFINED), (acl.MASK, 5, acl.UNDEFINED),
+               (acl.OTHER, 5, acl.UNDEFINED)]  # fmt: skip
     assert decode(encode(list(reversed(entries)))) == entries
 
 
@@ -227,9 +234,9 @@ def _info(mode: int, uid: int = 0, gid: int = 0) -> os.stat_result:
     [
         (0o40755, None, access.SEARCH, True),  # other's bits
         (0o40700, None, access.SEARCH, False),
-        (0o40700, [(access.USER, 1, 7)], access.SEARCH, True),  # its own entry, under the mask
-        (0o40755, [(access.USER, 0, 7)], access.SEARCH, False),  # refused whatever other says
-        (0o40700, [(access.USER, 1, 7), (access.MASK, 6, 0)], access.SEARCH, False),
+        (0o40700, [(acl.USER, 1, 7)], access.SEARCH, True),  # its own entry, under the mask
+        (0o40755, [(acl.USER, 0, 7)], access.SEARCH, False),  # refused whatever other says
+        (0o40700, [(acl.USER, 1, 7), (acl.MASK, 6, 0)], access.SEARCH, False),
     ],
 )
 def test_what_the_case_user_may_do_is_its_entry_else_others_bits(
@@ -238,7 +245,7 @@ def test_what_the_case_user_may_do_is_its_entry_else_others_bits(
     user = CaseUser(7, 7, "7")
     full = None
     if entries is not None:
-        base = [(access.USER_OBJ, 7, 0), (access.GROUP_OBJ, 0, 0), (access.OTHER, mode & 7, 0)]
+        base = [(acl.USER_OBJ, 7, 0), (acl.GROUP_OBJ, 0, 0), (acl.OTHER, mode & 7, 0)]
         full = base + entries
     assert allows(user, _info(mode), full, want) is expected
 
@@ -284,6 +291,6 @@ def test_a_plan_opens_the_way_to_grants_and_closes_what_is_withheld_then_all_is_
 
 def _acl(path: Path) -> bytes | None:
     try:
-        return os.getxattr(path, access.XATTR)
+        return os.getxattr(path, acl.XATTR)
     except OSError:
         return None
