@@ -1,8 +1,10 @@
 """Isolation's cost per case: the same trivial case confined by each mechanism and unconfined.
 
 Each round runs `true` as a case of one daemon's `Cases` (its own TMPDIR and HOME, the case
-supervisor, the log) once per mechanism, in an order that rotates from round to round; the
-baseline is the same case unconfined (the supervisor, no sandbox), and, for scale, a bare
+supervisor, the log) twice per mechanism, in an order that rotates from round to round: once
+with its sandbox prepared beforehand, as the daemon prepares the next case's while idle, and
+once cold (`, cold`), the sandbox made on the case's path. The baseline is the same case
+unconfined (the supervisor, no sandbox), prepared or cold alike, and, for scale, a bare
 `bash -c true` started by subprocess. Figures: the median time of each, and the median time
 each mechanism adds to the unconfined case, pair by pair. The overhead benchmark
 (bench/overhead.py) measures what that does to a whole test_patch call.
@@ -31,19 +33,24 @@ async def measure(tmp: Path, rounds: int) -> dict[str, list[float]]:
     task = load_task(tmp, [BUILD])
     names = ["none", *available(case_user())]
     cases = {name: Cases(task, [BUILD], mechanism=choose_isolation(name)) for name in names}
-    times: dict[str, list[float]] = {name: [] for name in [*names, "bare bash -c true"]}
+    kinds = [*names, *(f"{name}, cold" for name in names)]
+    times: dict[str, list[float]] = {kind: [] for kind in [*kinds, "bare bash -c true"]}
     try:
         for name, each in cases.items():  # start every supervisor before timing anything
             await each.run("true", "build", timeout=30, log_path=tmp / f"{name}.log")
         for index in range(rounds):
-            order = names[index % len(names) :] + names[: index % len(names)]
-            for name in order:
+            order = kinds[index % len(kinds) :] + kinds[: index % len(kinds)]
+            for kind in order:
+                name = kind.removesuffix(", cold")
+                if kind == name:  # as the daemon does after each case: the next one's sandbox
+                    await cases[name].prepare("build")
+                    await asyncio.sleep(0.05)  # made while the agent reads the report
                 started = time.perf_counter()
                 run = await cases[name].run(
                     "true", "build", timeout=30, log_path=tmp / f"{name}.log"
                 )
-                times[name].append(time.perf_counter() - started)
-                assert run.exit_code == 0, (name, run)
+                times[kind].append(time.perf_counter() - started)
+                assert run.exit_code == 0, (kind, run)
             started = time.perf_counter()
             subprocess.run(["bash", "-c", "true"], check=True)
             times["bare bash -c true"].append(time.perf_counter() - started)
@@ -64,7 +71,8 @@ def main(args: object) -> dict[str, object]:
         rows.append((f"{name}, median", f"{statistics.median(values) * 1000:.1f} ms", ""))
     for name in times:
         if name not in ("none", "bare bash -c true"):
-            added = [a - b for a, b in zip(times[name], base, strict=True)]
+            against = times["none, cold"] if name.endswith(", cold") else base
+            added = [a - b for a, b in zip(times[name], against, strict=True)]
             rows.append((f"{name} adds, median", f"{statistics.median(added) * 1000:.1f} ms", ""))
     print(f"machine: {machine()}")
     print(table("isolation: one trivial case, confined and not", rows))

@@ -11,6 +11,7 @@ allow-list, never the daemon's own less ours: no credential of the evaluator's r
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import os
 import uuid
@@ -149,6 +150,7 @@ class Cases:
         self.root = make_folder("ssebench-cases-", reachable=True)
         self.runner = Runner(self.mechanism, self.user, grace=grace, log_limit=log_limit)
         self._removals: set[asyncio.Future[None]] = set()  # folders of ended cases
+        self._prepared: tuple[str, Folders] | None = None  # the next case's: check, folders
 
     def _readable_task(self, task: Task) -> tuple[Task, Path | None]:
         """The task as its cases see it: where the case user's permissions must hide withheld
@@ -177,8 +179,7 @@ class Cases:
             await asyncio.to_thread(self.copy.sync)
         except SyncError as exc:
             raise RunnerError(str(exc)) from exc
-        folders = Folders(str(self.root / uuid.uuid4().hex))
-        folders.make(self.user)
+        folders = self._folders(check)
         policy = self.policies.get(check) or self.policy(check)
         try:
             return await self.runner.run(
@@ -196,9 +197,35 @@ class Cases:
         finally:
             # Nothing of the case runs now: its folder goes while the next case starts (no
             # other case can reach it: each sees only its own).
-            removal = asyncio.ensure_future(asyncio.to_thread(remove_tree, Path(folders.root)))
-            self._removals.add(removal)
-            removal.add_done_callback(self._removals.discard)
+            self._remove(folders)
+
+    async def prepare(self, check: str) -> None:
+        """Have the next case's sandbox made while nothing runs, for a case of `check` (the
+        daemon's guess): that case then starts at once. A wrong guess costs nothing but the
+        making; a sandbox that cannot be made is said by the case that needed it."""
+        if self._prepared is not None and self._prepared[0] == check:
+            return
+        folders = self._folders("")  # a guess made before goes (the supervisor's with it)
+        self._prepared = (check, folders)
+        policy = self.policies.get(check) or self.policy(check)
+        with contextlib.suppress(RunnerError):
+            await self.runner.prepare(policy, Path(folders.root))
+
+    def _folders(self, check: str) -> Folders:
+        """The case's own folders: the prepared ones if they were made for `check`, else new."""
+        prepared, self._prepared = self._prepared, None
+        if prepared is not None and prepared[0] == check:
+            return prepared[1]
+        if prepared is not None:
+            self._remove(prepared[1])
+        folders = Folders(str(self.root / uuid.uuid4().hex))
+        folders.make(self.user)
+        return folders
+
+    def _remove(self, folders: Folders) -> None:
+        removal = asyncio.ensure_future(asyncio.to_thread(remove_tree, Path(folders.root)))
+        self._removals.add(removal)
+        removal.add_done_callback(self._removals.discard)
 
     def _reads(self, command: str, policy: Policy) -> tuple[str, ...]:
         """The granted task files `command` names (its PoC input, say): the case's user must

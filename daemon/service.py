@@ -130,8 +130,18 @@ class CaseService:
                 killed=end.killed,
                 dropped=end.dropped,
             )
+            await self.cases.prepare(self._next(key, index))
             passed = await asyncio.to_thread(table.check.judge, run)
             return replace(run, passed=bool(passed))
+
+    def _next(self, key: str, index: int) -> str:
+        """The check of the case most likely run next: a call runs each check's cases in
+        order, then the next check's, and the next call begins again at the first."""
+        order = [listed.check.key for listed in self.listing() if listed.cases]
+        table = self.task.checks[key]
+        if index + 1 < len(table.cases) or key not in order:
+            return key
+        return order[(order.index(key) + 1) % len(order)]
 
     def _new_log(self, key: str, index: int) -> tuple[str, Path]:
         """A new spooled log for the case, replacing its last one (only the newest is kept)."""

@@ -37,7 +37,7 @@ from ssebench.daemon.confine.acl import (
     decode,
     edit_entry,
 )
-from ssebench.daemon.confine.policy import CaseUser, inside
+from ssebench.daemon.confine.policy import CaseUser, Policy, inside
 
 
 class AccessError(Exception):
@@ -151,6 +151,13 @@ def plan(
                 if parent in wanted or _can(user, parent, SEARCH):
                     wanted.setdefault(entry, 0)
     return wanted
+
+
+def plan_policy(user: CaseUser, shape: Shape, policy: Policy, cases: str) -> dict[str, int]:
+    """plan() for a check's policy, its cases' folders in `cases`."""
+    granted = [p for g in policy.readable for p in (g.path, g.real)]
+    owned = [*(g.real for g in policy.writable), cases]  # cases: the way to each case's own
+    return plan(user, shape, granted, owned, policy.withheld, policy.public)
 
 
 def _entries(folder: str) -> list[str]:

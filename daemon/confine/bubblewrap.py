@@ -78,7 +78,7 @@ class Bubblewrap(Confinement):
         argv += ["--bind-fd", str(case_dir), folders.root]
         argv += ["--remount-ro", "/", "--seccomp", str(filter_fd), "--chdir", cwd, "--"]
         launch.argv = argv + self._become() + list(command)
-        launch.pass_fds = (*self.opened.values(), *launch.owned)
+        launch.pass_fds = tuple(launch.owned)
         launch.preexec = self.brokered(launch, policy)
         return launch
 
@@ -106,21 +106,17 @@ class Bubblewrap(Confinement):
             yield from ("--bind", folders.shared(path), path)
         yield from self._folders([*under, *bound], roots)
         yield from self._system(under)
-        for grant in policy.readable:
-            fd = self._fd(grant.real)
-            if fd is None:
-                continue
-            for index, where in enumerate(dict.fromkeys([grant.path, grant.real])):
-                if index:  # bubblewrap closes each descriptor it binds: a second one
-                    fd = os.dup(fd)
-                    extra.append(fd)
-                yield from ("--ro-bind-fd", str(fd), where)
-        for grant in policy.writable:
-            fd = self._fd(grant.real)
+        # Each bind gets a copy of the path's descriptor, which bubblewrap closes once bound:
+        # only those are passed, so none reaches the case.
+        binds = [("--ro-bind-fd", g.real, where) for g in policy.readable
+                 for where in dict.fromkeys([g.path, g.real])]  # fmt: skip
+        binds += [("--bind-fd", g.real, g.path) for g in policy.writable]
+        for option, real, where in binds:
+            fd = self._fd(real)
             if fd is not None:
                 fd = os.dup(fd)
                 extra.append(fd)
-                yield from ("--bind-fd", str(fd), grant.path)
+                yield from (option, str(fd), where)
 
     @staticmethod
     def _system(roots: list[str]) -> Iterator[str]:

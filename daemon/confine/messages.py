@@ -66,6 +66,16 @@ class Run:
 
 
 @dataclass(frozen=True)
+class Prepare:
+    """Make the next case's sandbox now (the daemon guesses its check): a `Run` with the same
+    policy and folder starts in it at once. Not answered."""
+
+    op: ClassVar[str] = "prepare"
+    policy: Policy
+    case_dir: str
+
+
+@dataclass(frozen=True)
 class Started:
     op: ClassVar[str] = "started"
     id: str
@@ -106,9 +116,10 @@ class Stop:
     grace: float
 
 
-Message = Setup | Ready | Error | Run | Started | Failed | Ended | Stop
+Message = Setup | Ready | Error | Prepare | Run | Started | Failed | Ended | Stop
 RECORDS: dict[str, type[Message]] = {
-    record.op: record for record in (Setup, Ready, Error, Run, Started, Failed, Ended, Stop)
+    record.op: record
+    for record in (Setup, Ready, Error, Prepare, Run, Started, Failed, Ended, Stop)
 }
 
 

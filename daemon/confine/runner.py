@@ -34,6 +34,7 @@ from ssebench.daemon.confine.messages import (
     Failed,
     Message,
     MessageError,
+    Prepare,
     Ready,
     Run,
     Setup,
@@ -112,6 +113,8 @@ class Runner:
         wherever it went. RunnerError when it could not start, or the machine failed it."""
         started = time.monotonic()
         case_id = uuid.uuid4().hex
+        if not os.path.isdir(cwd):  # said here: the case's shell already waits in its sandbox
+            raise RunnerError(f"cannot start {command!r} in {cwd}: {_missing(cwd)}")
         try:
             log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         except OSError as exc:
@@ -134,6 +137,13 @@ class Runner:
             raise RunnerError(end.fault)
         seconds = round(time.monotonic() - started, 3)
         return CaseEnd(end.exit_code, end.signal, timed_out, seconds, end.killed, end.dropped)
+
+    async def prepare(self, policy: Policy, case_dir: Path) -> None:
+        """Have the next case's sandbox made now, while nothing runs: a `run` with the same
+        policy and folder then starts in it at once (standby.py). Unanswered: a sandbox that
+        cannot be made is made again, and its failure said, by the run."""
+        await self._ensure_started()
+        await self._send(Prepare(policy, str(case_dir)))
 
     async def _finish(
         self,
@@ -265,6 +275,14 @@ class Runner:
         if self._sock is not None:
             _close(self._sock, self._proc)
         self._sock = self._proc = self._reader = None
+
+
+def _missing(path: Path) -> OSError:
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return exc
+    return NotADirectoryError(20, os.strerror(20), str(path))
 
 
 def _close(sock: socket.socket, proc: subprocess.Popen[bytes] | None) -> None:

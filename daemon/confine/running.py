@@ -11,14 +11,18 @@ import contextlib
 import errno
 import os
 import signal
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 
+from ssebench.daemon.confine import leftovers
 from ssebench.daemon.confine import messages as wire
 from ssebench.daemon.confine.broker import Broker
 from ssebench.daemon.confine.disk import DiskWatch
 from ssebench.daemon.confine.policy import Policy
 
 STEP = 1 << 20
+TICK = 0.5  # seconds the supervisor waits at most between two looks at what it runs
+LIMIT_TICK = 0.25  # seconds between two looks at a running case's processes, memory and disk
 SIGNALS = {int(signum) for signum in signal.valid_signals()}
 
 
@@ -57,6 +61,9 @@ class Case:
     eof_by: float | None = None
     over: str = ""  # the limit it went over, which stopped it
     fault: str = ""  # why it says nothing of the patch: the machine failed it
+    # The last look at its processes, memory and disk: the first a tick after its start
+    # (most cases are over by then).
+    checked_at: float = field(default_factory=time.monotonic)
 
     def over_limits(self, count: int, memory: int) -> tuple[str, str]:
         """(the limit it went over, why the machine failed it), each "" when not, given the
@@ -91,6 +98,22 @@ class Case:
             if moved == 0:
                 self.eof = True
                 return
+
+    def wait(self, now: float) -> float:
+        """Seconds until the next thing this case waits for is due (at most TICK)."""
+        due = [self.stop_at] if self.stop_at and self.status is None else []
+        if self.status is None:
+            due.append(self.checked_at + LIMIT_TICK)
+        due += [self.eof_by] if self.eof_by else []
+        return max(0.0, min([TICK, *(at - now for at in due)]))
+
+    def clean(self) -> None:
+        """What the case left in /tmp goes; a machine short of disk at its end is a fault."""
+        if self.disk.shared:
+            leftovers.remove(list(leftovers.owned(self.disk.shared, self.disk.uid, self.disk.skip)))
+        if not self.fault and not self.over:
+            kind, why = self.disk.look()
+            self.fault = why if kind == "fault" else ""
 
     def finish(self) -> wire.Ended:
         notes = []

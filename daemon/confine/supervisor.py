@@ -20,30 +20,26 @@ import resource
 import select
 import signal
 import socket
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 
-from ssebench.daemon.confine import leftovers
 from ssebench.daemon.confine import messages as wire
-from ssebench.daemon.confine.access import AccessError, View, plan, readable
+from ssebench.daemon.confine.access import AccessError, View, plan_policy, readable
 from ssebench.daemon.confine.broker import Broker
 from ssebench.daemon.confine.choice import confinement
 from ssebench.daemon.confine.disk import FLOOR, DiskWatch
 from ssebench.daemon.confine.mechanism import Confinement, Folders
 from ssebench.daemon.confine.policy import CaseUser, Policy
 from ssebench.daemon.confine.reaper import kill_all, signal_all, usage
-from ssebench.daemon.confine.running import Case
-from ssebench.daemon.confine.user import processes_of
+from ssebench.daemon.confine.running import LIMIT_TICK, TICK, Case
+from ssebench.daemon.confine.standby import Standby
 
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_DUMPABLE = 4
 F_SETPIPE_SZ = 1031
 PIPE_SIZE = 1 << 20
 EOF_WAIT = 5.0  # seconds to wait for the output to close once every process was killed
-TICK = 0.5
-LIMIT_TICK = 0.25  # seconds between two looks at a running case's processes, memory and disk
 
 
 @dataclass
@@ -53,7 +49,7 @@ class Supervisor:
     user: CaseUser | None = None
     view: View | None = None
     case: Case | None = None  # one at a time
-    checked_at: float = 0.0
+    standby: Standby | None = None  # the next case's sandbox, waiting for its command
     plans: dict[Policy, dict[str, int]] = field(default_factory=dict)
     floor: int = FLOOR
 
@@ -68,67 +64,80 @@ class Supervisor:
         self.view = View(message.user) if message.user.switched else None
         self.send(wire.Ready())
 
+    def prepare(self, policy: Policy, case_dir: str) -> None:
+        """The next case's sandbox, made now (standby.py); the one made before goes. Not
+        answered: one that cannot be made is made again by the run, which says why."""
+        if self.case is not None or self.confined is None or self.user is None:
+            return  # never while a case runs: it is one at a time
+        self.discard()
+        with contextlib.suppress(Exception):
+            self._prepare(policy, case_dir)
+
+    def _prepare(self, policy: Policy, case_dir: str) -> None:
+        assert self.confined is not None and self.user is not None
+        folders = Folders(case_dir)
+        if self.view is not None and self.confined.confined:
+            self.view.apply(self._plan(policy, folders))
+        self.standby = Standby.start(self.confined, self.user, policy, folders)
+
+    def discard(self) -> None:
+        if self.standby is not None:
+            self.standby.discard()
+            self.standby = None
+            kill_all(self.reap)  # no case runs: everything below us was the standby's
+
     def start(self, message: wire.Run, fds: list[int]) -> None:
         (log,) = fds
-        read_end, write_end = os.pipe2(os.O_CLOEXEC)
-        with contextlib.suppress(OSError):
-            fcntl.fcntl(read_end, F_SETPIPE_SZ, PIPE_SIZE)
-        os.set_blocking(read_end, False)
         try:
-            case = self._launch(message, log, read_end, write_end)
+            case = self._launch(message, log)
         except Exception as exc:  # whatever stops a case from starting is said, not raised
-            for fd in (read_end, log):
-                os.close(fd)
+            os.close(log)
             self.send(wire.Failed(message.id, " ".join(str(exc).split()) or type(exc).__name__))
             return
-        finally:
-            with contextlib.suppress(OSError):
-                os.close(write_end)
         self.case = case
-        self.checked_at = time.monotonic()  # the first look a tick from now: most cases are over
         self.send(wire.Started(case.id, case.pid))
 
-    def _launch(self, message: wire.Run, log: int, read_end: int, write_end: int) -> Case:
+    def _launch(self, message: wire.Run, log: int) -> Case:
         if self.confined is None or self.user is None:
             raise OSError("the supervisor was not set up")
         if self.case is not None:
             raise OSError("another case is running: the supervisor runs one at a time")
         policy, folders = message.policy, Folders(message.case_dir)
-        if self.view is not None and self.confined.confined:
-            self.view.apply(self._plan(policy, folders))
-        for path in message.reads:
-            if not readable(self.user, self.confined.shape, path):
-                raise OSError(f"uid {self.user.uid}, who runs the case, cannot read {path}")
+        ready = self.standby
+        if ready is None or (ready.policy, ready.folders, ready.status) != (policy, folders, None):
+            self.discard()  # none was made for it, or it died waiting: one is made now
+            self._prepare(policy, message.case_dir)
+        standby, self.standby = self.standby, None
+        assert standby is not None
+        try:
+            for path in message.reads:
+                if not readable(self.user, self.confined.shape, path):
+                    raise OSError(f"uid {self.user.uid}, who runs the case, cannot read {path}")
+            with contextlib.suppress(OSError):
+                fcntl.fcntl(standby.output, F_SETPIPE_SZ, PIPE_SIZE)
+            standby.ignite(message.argv, message.env, message.cwd)
+        except BaseException:
+            standby.discard()
+            kill_all(self.reap)
+            raise
         own = (*(g.real for g in policy.writable), folders.root)
         # The machine's /tmp, under Landlock: what a user of its own leaves there is the case's.
         shared = self.confined.shared_tmp
         skip = (folders.private,)  # every daemon's folders: each counts its own
         limit = policy.limits.disk_mb << 20
         disk = DiskWatch(own, shared, self.user.uid, limit, floor=self.floor, skip=skip)
-        others = processes_of(self.user.uid) if self.user.switched else 0
-        launch = self.confined.launch(message.argv, policy, folders, message.cwd)
-        proc = launch.start(
-            (policy.limits, others), cwd=message.cwd, env=message.env, stdin=subprocess.DEVNULL,
-            stdout=write_end, stderr=write_end, start_new_session=True,
-        )  # fmt: skip
-        # We reap every child ourselves (orphans included): this Popen must never wait for it.
-        proc.returncode = 0
-        case = Case(message.id, proc.pid, read_end, log, message.log_limit, policy, disk)
-        listener = launch.broker_listener()
-        if listener is not None:
-            case.broker = Broker(listener, self.user, own, shared, self.confined.own_network)
+        case = Case(message.id, standby.pid, standby.output, log, message.log_limit, policy, disk)
+        if standby.listener is not None:
+            broker = Broker(standby.listener, self.user, own, shared, self.confined.own_network)
+            case.broker = broker
         return case
 
     def _plan(self, policy: Policy, folders: Folders) -> dict[str, int]:
         """The case user's permissions for this check (the same for all its cases)."""
         assert self.confined is not None and self.user is not None
         if policy not in self.plans:
-            granted = [p for g in policy.readable for p in (g.path, g.real)]
-            owned = [g.real for g in policy.writable]
-            owned.append(folders.cases)  # the way to each case's own folder
             shape = self.confined.shape
-            hidden, public = policy.withheld, policy.public
-            self.plans[policy] = plan(self.user, shape, granted, owned, hidden, public)
+            self.plans[policy] = plan_policy(self.user, shape, policy, folders.cases)
         return self.plans[policy]
 
     def stop(self, message: wire.Stop) -> None:
@@ -148,9 +157,11 @@ class Supervisor:
                 return
             if pid == 0:
                 return
-            case = self.case
+            case, standby = self.case, self.standby
             if case is not None and case.pid == pid:
                 case.status = status
+            elif standby is not None and standby.pid == pid:
+                standby.status = status
             elif case is not None and case.broker is not None:
                 case.broker.reaped(pid, status)
 
@@ -161,9 +172,9 @@ class Supervisor:
         case = self.case
         if case is None or case.status is not None or case.over or case.fault:
             return
-        if now < self.checked_at + LIMIT_TICK:
+        if now < case.checked_at + LIMIT_TICK:
             return
-        self.checked_at = now
+        case.checked_at = now
         over, fault = case.over_limits(*usage())
         if over or fault:
             case.killed += kill_all(self.reap)
@@ -183,28 +194,13 @@ class Supervisor:
             case.eof_by = now + EOF_WAIT
         if case.status is not None and (case.eof or (case.eof_by or now) <= now):
             case.copy()
-            self._clean(case)
+            case.clean()
             self.case = None
             self.send(case.finish())
 
-    def _clean(self, case: Case) -> None:
-        """What the case left in /tmp goes; a machine short of disk at its end is a fault."""
-        if case.disk.shared:
-            leftovers.remove(list(leftovers.owned(case.disk.shared, case.disk.uid, case.disk.skip)))
-        if not case.fault and not case.over:
-            kind, why = case.disk.look()
-            case.fault = why if kind == "fault" else ""
-
     def wait(self) -> float:
         """Seconds until the next thing the case waits for is due (at most TICK)."""
-        case = self.case
-        if case is None:
-            return TICK
-        due = [case.stop_at] if case.stop_at and case.status is None else []
-        if case.status is None:
-            due.append(self.checked_at + LIMIT_TICK)
-        due += [case.eof_by] if case.eof_by else []
-        return max(0.0, min([TICK, *(at - time.monotonic() for at in due)]))
+        return TICK if self.case is None else self.case.wait(time.monotonic())
 
     def handle(self, data: bytes, fds: list[int]) -> None:
         try:
@@ -217,6 +213,8 @@ class Supervisor:
             self.setup(message)
         elif isinstance(message, wire.Run):
             self.start(message, fds)
+        elif isinstance(message, wire.Prepare):
+            self.prepare(message.policy, message.case_dir)
         elif isinstance(message, wire.Stop):
             self.stop(message)
         else:
@@ -261,6 +259,7 @@ class Supervisor:
 
     def close(self) -> None:
         """Undo the permissions given, close what every case used."""
+        self.discard()
         if self.view is not None:
             with contextlib.suppress(AccessError):
                 self.view.close()

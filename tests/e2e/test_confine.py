@@ -16,6 +16,7 @@ import pytest
 
 from ssebench.core.daemons.local import available, choose_isolation
 from ssebench.daemon.cases import Cases
+from ssebench.daemon.confine.procfs import processes
 from ssebench.daemon.confine.runner import CaseEnd
 from ssebench.daemon.confine.user import case_user
 from ssebench.daemon.guard import make_folder, private_parent, remove_folder
@@ -23,6 +24,7 @@ from ssebench.daemon.task import load_task
 from ssebench.plugins.build import BUILD
 from ssebench.plugins.intent import INTENT
 from ssebench.plugins.poc import POCS
+from ssebench.testing.waiting import wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -211,3 +213,77 @@ def test_another_daemons_folders_stay_out_of_reach_even_made_later(
         cases.close()
         remove_folder(other)
     assert not private_parent().exists() or list(private_parent().iterdir()) != [other]
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_a_prepared_sandbox_serves_one_case_of_its_check_and_leaves_it_nothing(
+    tmp_path: Path, mechanism: str
+) -> None:
+    """The daemon prepares the next case's sandbox while idle (standby.py): a case started in
+    one sees what a case started cold sees, its own check's files alone, a folder of its own,
+    and nothing of the waiting shell (no variable, no descriptor); a wrong guess is dropped."""
+    task = load_task(write_task(tmp_path, TOML), [BUILD, POCS, INTENT])
+    cases = Cases(task, [BUILD, POCS], mechanism=choose_isolation(mechanism))
+    look = (
+        # the shell's descriptors listed by a child of its own, no pipe of the shell's open
+        'ls /proc/$$/fd > "$TMPDIR/fds"; echo $(cat "$TMPDIR/fds"); '
+        'env | cut -d= -f1 | sort | tr "\\n" " "; echo; '
+        'echo "$TMPDIR"; cat "$SSE_TASK_DIR/pocs/one.bin" 2>/dev/null || echo no-poc'
+    )
+
+    async def scenario() -> list[list[str]]:
+        seen = []
+        for guess, check in [(None, "build"), ("build", "build"), ("pocs", "build"),
+                             ("pocs", "pocs"), ("build", "pocs")]:  # fmt: skip
+            if guess is not None:
+                await cases.prepare(guess)
+                await asyncio.sleep(0.2)
+            log = tmp_path / "case.log"
+            end = await cases.run(look, check, timeout=20, log_path=log)
+            assert end.exit_code == 0, log.read_text()
+            seen.append(log.read_text().splitlines())
+        return seen
+
+    try:
+        cold, *prepared = asyncio.run(scenario())
+        assert cases.runner._proc is not None
+        supervisor = cases.runner._proc.pid
+        waiting = [p.pid for p in processes() if p.ppid == supervisor and p.alive]
+    finally:
+        cases.close()
+    assert cold[0].split() == ["0", "1", "2"]
+    for case in prepared:
+        assert case[:2] == cold[:2]  # the same descriptors, the same variables
+    if mechanism != "none":  # each case reads its own check's files alone
+        assert [case[3] for case in [cold, *prepared]] == ["no-poc"] * 3 + ["poc one"] * 2
+    folders = [case[2] for case in [cold, *prepared]]
+    assert len(set(folders)) == len(folders)  # a folder of its own, each
+    assert waiting == []  # no sandbox waits once the cases ran and none was asked for
+
+
+def test_a_prepared_sandbox_killed_while_waiting_is_made_again(tmp_path: Path) -> None:
+    task = load_task(write_task(tmp_path, TOML), [BUILD, POCS, INTENT])
+    cases = Cases(task, [BUILD], mechanism=choose_isolation(MECHANISMS[-1]))
+    log = tmp_path / "case.log"
+
+    async def scenario() -> CaseEnd:
+        await cases.run("true", "build", timeout=20, log_path=log)
+        await cases.prepare("build")
+        assert cases.runner._proc is not None
+        supervisor = cases.runner._proc.pid
+        waiting = await asyncio.to_thread(
+            wait_for,
+            lambda: [p.pid for p in processes() if p.ppid == supervisor and p.alive] or None,
+            10,
+            "the prepared sandbox",
+        )
+        for pid in waiting:  # as the OOM killer, or root outside, could
+            os.kill(pid, 9)
+        await asyncio.sleep(0.3)
+        return await cases.run("echo ran", "build", timeout=20, log_path=log)
+
+    try:
+        end = asyncio.run(scenario())
+    finally:
+        cases.close()
+    assert (end.exit_code, end.timed_out, log.read_text()) == (0, False, "ran\n")
