@@ -164,8 +164,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _validate_flags(validate: argparse.ArgumentParser) -> None:
-    _task_flag(validate, required=True)
-    validate.add_argument("--fix", type=Path, required=True, help="the reference fix (a diff)")
+    which = validate.add_mutually_exclusive_group(required=True)
+    _task_flag(which)
+    which.add_argument(
+        "--tasks", type=Path, metavar="DIR", help="a dataset: every task folder in DIR"
+    )
+    validate.add_argument("--fix", type=Path, help="with --task: the reference fix (a diff)")
+    validate.add_argument(
+        "--fix-name",
+        metavar="NAME",
+        help="with --tasks: each task's fix, a file in its folder (default fix.patch)",
+    )
+    validate.add_argument(
+        "--out", type=Path, metavar="DIR", help="with --tasks: where each task's verdict goes"
+    )
+    validate.add_argument(
+        "-j", "--jobs", type=_count, metavar="N", help="with --tasks: tasks at once (default 1)"
+    )
+    validate.add_argument("--backend", choices=BACKENDS, default="local", help=BACKEND_HELP)
     validate.add_argument("--runs", type=_count, default=1, help="runs on each tree (default 1)")
     validate.add_argument("--json", action="store_true", help='{"sound": ...} for scripts')
     validate.add_argument(
@@ -188,6 +204,19 @@ def _grading_flags(grade: argparse.ArgumentParser, where: argparse._MutuallyExcl
     """A patch on a pristine copy (--task with --patch), or a benchmark run (--tasks)."""
     grade.add_argument("--backend", choices=BACKENDS, default="local", help=BACKEND_HELP)
     grade.add_argument("--patch", type=Path, help="with --task: grade this diff on a scratch copy")
+    grade.add_argument(
+        "--every-case",
+        action="store_true",
+        help="with --patch or --fresh-container: run every case (PoCs do not stop at the first "
+        "that still triggers, as validate runs them)",
+    )
+    grade.add_argument(
+        "--fresh-container",
+        action="store_true",
+        help="with --task alone, in a fresh container of the task's image that this grade owns "
+        "(--backend docker starts one): grade the tree where it is, and take the task's "
+        "writable folders as the image has them",
+    )
     grade.add_argument(
         "--logs", type=Path, metavar="DIR", help="with --patch: save every case's log here"
     )
