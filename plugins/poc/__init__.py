@@ -32,6 +32,9 @@ class TriggeredIf(BaseModel):
     signal: StrictBool = True
     timeout: StrictBool = True
     exit_codes: tuple[ExitStatus, ...] = ()
+    # When given, the only exit statuses a PoC can pass with: any other triggers (a harness
+    # that judges by exit status alone: upstream ssebench's run.sh, SEC-bench's `exit_code`).
+    passing_exit_codes: tuple[ExitStatus, ...] | None = None
     output_regex: str = ""
 
     @field_validator("output_regex")
@@ -72,6 +75,8 @@ def still_triggers(run: CaseRun) -> bool:
             return True
         # We ended the run, so its exit status is ours; only what it printed can still tell.
     elif (rule.signal and _fatal_signal(run)) or _status(run) in rule.exit_codes:
+        return True
+    elif rule.passing_exit_codes is not None and _status(run) not in rule.passing_exit_codes:
         return True
     if rule.sanitizer and run.log_search(SANITIZER_REPORT):
         return True
