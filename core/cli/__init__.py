@@ -22,7 +22,7 @@ class _LevelPrefix(logging.Formatter):
 
 
 def _commands() -> dict[str, Callable[[argparse.Namespace], int]]:
-    from ssebench.core.cli import evaluate, grading, newtask, serve, validating
+    from ssebench.core.cli import evaluate, grading, importing, newtask, serve, validating
 
     return {
         "check": evaluate.cmd_check,
@@ -34,6 +34,7 @@ def _commands() -> dict[str, Callable[[argparse.Namespace], int]]:
         "run": serve.cmd_run,
         "mcp-config": serve.cmd_mcp_config,
         "new": newtask.cmd_new,
+        "import": importing.cmd_import,
     }
 
 

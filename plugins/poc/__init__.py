@@ -68,15 +68,22 @@ def _fatal_signal(run: CaseRun) -> bool:
     return status is not None and status - 128 in FATAL_SIGNALS
 
 
+def _ended_triggered(rule: TriggeredIf, run: CaseRun) -> bool:
+    """How the run ended shows the bug: a fatal signal, a status that triggers, or one that is
+    not among the passing ones."""
+    status = _status(run)
+    if (rule.signal and _fatal_signal(run)) or status in rule.exit_codes:
+        return True
+    return rule.passing_exit_codes is not None and status not in rule.passing_exit_codes
+
+
 def still_triggers(run: CaseRun) -> bool:
     rule = run.options.triggered_if if isinstance(run.options, PocOptions) else TriggeredIf()
     if run.timed_out:
         if rule.timeout:
             return True
         # We ended the run, so its exit status is ours; only what it printed can still tell.
-    elif (rule.signal and _fatal_signal(run)) or _status(run) in rule.exit_codes:
-        return True
-    elif rule.passing_exit_codes is not None and _status(run) not in rule.passing_exit_codes:
+    elif _ended_triggered(rule, run):
         return True
     if rule.sanitizer and run.log_search(SANITIZER_REPORT):
         return True
