@@ -164,9 +164,7 @@ def test_its_fix_resolves_it_and_an_empty_patch_does_not(
         "empty": ["passed", "failed", "failed", "passed"],
     }
     # build.sh ran directly: `#!/bin/bash -eu` gave it -e and -u.
-    assert (tmp_path / "fix" / "build-0.log").read_text().splitlines()[0] == (
-        "shell options: ehuB"
-    )
+    assert (tmp_path / "fix" / "build-0.log").read_text().splitlines()[0] == ("shell options: ehuB")
 
 
 def test_validate_finds_it_sound(run_cli: RunCli, imported: tuple[Path, Path, Path]) -> None:
