@@ -185,6 +185,8 @@ def _progress(
 ) -> None:
     if args.quiet:
         return
-    how = verdict.error if verdict.error else verdict.verdict
-    again = " (reused)" if verdict.reused else f" in {seconds:.1f} s"
-    print(f"ssebench: [{done}/{total}] {verdict.task}: {how}{again}", file=sys.stderr, flush=True)
+    if verdict.error is not None:
+        how = f"error: {verdict.error}"
+    else:
+        how = verdict.verdict + (" (reused)" if verdict.reused else f" in {seconds:.1f} s")
+    print(f"ssebench: [{done}/{total}] {verdict.task}: {how}", file=sys.stderr, flush=True)

@@ -1,7 +1,8 @@
 """`writable = [folders]`: folders outside the tree that a task's cases write for the daemon's
 life (an in-image build's /out), as the default isolation runs them: a missing one is made and
 removed afterwards, an empty one handed over and given back as it was, and one that holds
-anyone else's files refused in one line before any case runs."""
+anyone else's files refused in one line before any case runs, but in a fresh container of the
+task's image, which a grade owns."""
 
 from __future__ import annotations
 
@@ -14,6 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from ssebench.testing.images import (
+    TASK_IMAGE,
+    build_image,
+    docker_missing,
+    remove_image,
+    ssebench_in_image,
+)
 from ssebench.testing.servers import clean_env, write_task
 
 pytestmark = pytest.mark.timeout(120)
@@ -82,3 +90,42 @@ def test_a_folder_holding_anyone_elses_files_is_refused(run_cli: RunCli, tmp_pat
         "may write only a folder that is empty or theirs: empty it"
     )
     assert (out / "fuzzer").read_text() == "the image's own build\n"
+
+
+# --- in a task's image ------------------------------------------------------------------------
+
+PREBUILT = "ssebench-test-prebuilt-out:1"
+PREBUILT_DOCKERFILE = f"""\
+FROM {TASK_IMAGE}
+RUN mkdir -p /out /src/tree && echo prebuilt > /out/fuzzer
+"""
+
+
+@pytest.mark.container
+@pytest.mark.skipif(docker_missing() is not None, reason=f"in an image: {docker_missing()}")
+def test_a_fresh_container_takes_the_images_folder_as_it_is(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    """An OSS-Fuzz image ships its build in /out: a grade's fresh container is ours, so the
+    cases take /out as the image has it; a live container (the agent's) refuses it in one
+    line, as a machine does."""
+    (tmp_path / "image").mkdir()
+    (tmp_path / "image" / "Dockerfile").write_text(PREBUILT_DOCKERFILE)
+    build_image(PREBUILT, tmp_path / "image")
+    try:
+        toml = (
+            f'image = "{PREBUILT}"\nwritable = ["/out"]\n\n[checks.build]\n'
+            'run = "grep -q prebuilt /out/fuzzer && echo rebuilt > /out/fuzzer"\n'
+        )
+        task = write_task(tmp_path / "task", toml, source="/src/tree")
+        done = run_cli("grade", "--task", str(task), "--patch", os.devnull, "--backend",
+                       "docker", "--quiet", timeout=300)  # fmt: skip
+        assert json.loads(done.stdout)["resolved"] is True, done.stderr
+        live = ssebench_in_image(PREBUILT, ["check", "--task", "/task"], [f"{task}:/task:ro"])
+        assert (live.returncode, live.stdout) == (2, "")
+        assert live.stderr.splitlines()[-1] == (
+            "ssebench: error: writable: /out holds files of others (uid 0: /out/fuzzer); cases "
+            "may write only a folder that is empty or theirs: empty it"
+        )
+    finally:
+        remove_image(PREBUILT)
