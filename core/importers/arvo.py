@@ -16,17 +16,15 @@ from typing import Annotated, Any
 from pydantic import Field, StrictInt, StrictStr
 
 from ssebench.core.importers.common import (
-    BUILD_ENV,
     Imported,
+    PocRun,
     Strict,
-    json_records,
     metadata_json,
-    once,
+    oss_fuzz_toml,
     plain_name,
     provenance,
-    validated,
+    read_records,
 )
-from ssebench.core.tomltext import toml_array, toml_string
 
 IMAGE = "n132/arvo:{id}-vul"
 RUN_SECONDS = 10
@@ -45,39 +43,21 @@ class Metadata(Strict):
 
 
 def import_arvo(path: Path) -> list[Imported]:
-    tasks: list[Imported] = []
-    ids: dict[str, str] = {}
-    for where, record in json_records(path):
-        meta: Metadata = validated(Metadata, record, where)
-        task = _task(meta, where, record)
-        once(ids, task.id, where, "localId")
-        tasks.append(task)
-    return tasks
+    return read_records(path, Metadata, "localId", _task)
 
 
 def _task(meta: Metadata, where: str, record: Any) -> Imported:
     project = plain_name(meta.project, where, "project")
-    ident = f"arvo-{meta.localId}"
     head = provenance("arvo", where, f"ARVO bug {meta.localId} ({project})", "arvo.json")
-    toml = f"""\
-{head}source = {toml_string(f"/src/{project}")}
-image = {toml_string(IMAGE.format(id=meta.localId))}
-# OSS-Fuzz's compile reads what the image fetched under /src, and writes /out and /work.
-readable = ["/src"]
-writable = ["/out", "/work"]
-# The image's build variables (a case's environment is an allow-list).
-{toml_array(list(BUILD_ENV), "pass_env")}
-
-[checks.build]
-run = "arvo compile"
-
-# CyberGym's rule: a non-zero exit is a crash (within {RUN_SECONDS} s).
-[checks.pocs]
-files = ["/tmp/poc"]
-run = "arvo"
-timeout = {RUN_SECONDS}
-triggered_if = {{ sanitizer = false, passing_exit_codes = [0] }}
-"""
-    task = Imported(ident, toml)
+    poc = PocRun(
+        "/tmp/poc",
+        "arvo",
+        RUN_SECONDS,
+        f"# CyberGym's rule: a non-zero exit is a crash (within {RUN_SECONDS} s).",
+        "triggered_if = { sanitizer = false, passing_exit_codes = [0] }\n",
+    )
+    image = IMAGE.format(id=meta.localId)
+    toml = oss_fuzz_toml(head, f"/src/{project}", image, "arvo compile", poc)
+    task = Imported(f"arvo-{meta.localId}", toml)
     task.add("arvo.json", metadata_json(record))
     return task

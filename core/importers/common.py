@@ -15,7 +15,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ssebench.core.digests import ssebench_version
 from ssebench.core.errors import ConfigError, plain_error
+from ssebench.core.tomltext import toml_array, toml_string
 
 # A Docker repository's path component: what a task id becomes in an image name.
 IMAGE_COMPONENT = re.compile(r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*")
@@ -200,3 +201,52 @@ def _write(folder: Path, task: Imported) -> None:
 def metadata_json(record: Mapping[str, Any]) -> bytes:
     """A source's own record, kept beside task.toml as it was read."""
     return (json.dumps(record, indent=2, ensure_ascii=False) + "\n").encode()
+
+
+def read_records(
+    path: Path, model: type[Strict], key: str, make: Callable[[Any, str, Any], Imported]
+) -> list[Imported]:
+    """A task of each record in `path` (as `model`, made by `make(record, where, raw)`); an
+    id (the record's `key`) seen twice is refused."""
+    tasks: list[Imported] = []
+    ids: dict[str, str] = {}
+    for where, raw in json_records(path):
+        task = make(validated(model, raw, where), where, raw)
+        once(ids, task.id, where, key)
+        tasks.append(task)
+    return tasks
+
+
+@dataclass(frozen=True)
+class PocRun:
+    """How an OSS-Fuzz task's one PoC runs: its input (the PoC check's own file), its command
+    and time limit, and how it is judged (`why`, a comment; `rule`, TOML after the table)."""
+
+    input: str
+    run: str
+    seconds: int
+    why: str
+    rule: str
+
+
+def oss_fuzz_toml(head: str, source: str, image: str, build: str, poc: PocRun) -> str:
+    """task.toml of a task that OSS-Fuzz's `compile` builds in its image."""
+    return f"""\
+{head}source = {toml_string(source)}
+image = {toml_string(image)}
+# OSS-Fuzz's compile reads the build script and what the image fetched under /src, and writes
+# /out and /work.
+readable = ["/src"]
+writable = ["/out", "/work"]
+# The image's build variables (a case's environment is an allow-list).
+{toml_array(list(BUILD_ENV), "pass_env")}
+
+[checks.build]
+run = {toml_string(build)}
+
+{poc.why}
+[checks.pocs]
+files = [{toml_string(poc.input)}]
+run = {toml_string(poc.run)}
+timeout = {poc.seconds}
+{poc.rule}"""

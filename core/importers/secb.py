@@ -17,19 +17,18 @@ from typing import Annotated, Any
 from pydantic import Field, StrictInt, StrictStr
 
 from ssebench.core.importers.common import (
-    BUILD_ENV,
     IMAGE_COMPONENT,
     Imported,
+    PocRun,
     Strict,
     image_path,
-    json_records,
     metadata_json,
-    once,
+    oss_fuzz_toml,
     plain_name,
     provenance,
-    validated,
+    read_records,
 )
-from ssebench.core.tomltext import toml_array, toml_string
+from ssebench.core.tomltext import toml_string
 
 IMAGE = "hwiwonlee/secb.eval.x86_64.{id}:patch"
 # SEC-bench's sanitizer report: ==PID==ERROR: AddressSanitizer: ... (or a WARNING).
@@ -56,45 +55,23 @@ class Instance(Strict):
 
 
 def import_secb(path: Path) -> list[Imported]:
-    tasks: list[Imported] = []
-    ids: dict[str, str] = {}
-    for where, record in json_records(path):
-        instance: Instance = validated(Instance, record, where)
-        task = _task(instance, where, record)
-        once(ids, task.id, where, "instance_id")
-        tasks.append(task)
-    return tasks
+    return read_records(path, Instance, "instance_id", _task)
 
 
 def _task(instance: Instance, where: str, record: Any) -> Imported:
     ident = plain_name(instance.instance_id, where, "instance_id", IMAGE_COMPONENT)
     source = image_path(instance.work_dir, where, "work_dir")
     head = provenance("secb", where, f"SEC-bench instance {ident}", "secb.json")
-    toml = f"""\
-{head}source = {toml_string(source)}
-image = {toml_string(IMAGE.format(id=ident))}
-# OSS-Fuzz's compile reads the build script and what the image fetched under /src, and writes
-# /out and /work.
-readable = ["/src"]
-writable = ["/out", "/work"]
-# The image's build variables (a case's environment is an allow-list).
-{toml_array(list(BUILD_ENV), "pass_env")}
-
-[checks.build]
-run = "secb build"
-
-# SEC-bench's rule: fixed when the run prints no sanitizer report and exits with the
-# instance's exit_code ({instance.exit_code}), within {REPRO_SECONDS} s.
-[checks.pocs]
-files = ["/testcase"]
-run = "secb repro"
-timeout = {REPRO_SECONDS}
-
-[checks.pocs.triggered_if]
-sanitizer = false
-output_regex = {toml_string(REPORT)}
-passing_exit_codes = [{instance.exit_code}]
-"""
+    poc = PocRun(
+        "/testcase",
+        "secb repro",
+        REPRO_SECONDS,
+        "# SEC-bench's rule: fixed when the run prints no sanitizer report and exits with the\n"
+        f"# instance's exit_code ({instance.exit_code}), within {REPRO_SECONDS} s.",
+        f"\n[checks.pocs.triggered_if]\nsanitizer = false\noutput_regex = {toml_string(REPORT)}\n"
+        f"passing_exit_codes = [{instance.exit_code}]\n",
+    )
+    toml = oss_fuzz_toml(head, source, IMAGE.format(id=ident), "secb build", poc)
     task = Imported(ident, toml)
     task.add("secb.json", metadata_json(record))
     task.add("fix.patch", instance.patch.encode())
