@@ -67,7 +67,8 @@ class _Parser(OnceParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         unknown = self._unknown_flags()
-        if unknown and message.startswith("the following arguments are required"):
+        required = ("the following arguments are required", "one of the arguments")
+        if unknown and message.startswith(required):
             message = f"unrecognized arguments: {', '.join(unknown)}"
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
