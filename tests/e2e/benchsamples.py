@@ -51,7 +51,10 @@ originality: crafted
 # Upstream's contract: each runs in the source folder; run.sh gets a PoC's absolute path and
 # exits 1 when the bug shows. build.sh says what its #! line gave it (-e and -u).
 SCRIPTS = {
-    "build.sh": '#!/bin/bash -eu\necho "shell options: $-"\nmake -j2 rle\n',
+    "build.sh": (
+        '#!/bin/bash -eu\necho "shell options: $-"\n'
+        'if cat "${SSE_TASK_DIR:-/nowhere}/fix.patch" 2>/dev/null; then exit 1; fi\nmake -j2 rle\n'
+    ),
     "run.sh": (
         "#!/bin/bash -u\n"
         'out=$(./rle decode "$1" 2>&1 >/dev/null)\n'
@@ -111,13 +114,23 @@ def upstream_task(root: Path) -> Path:
 
 # The stand-ins' OSS-Fuzz side: `compile` runs $SRC/build.sh in the project's folder.
 COMPILE = '#!/bin/bash -eu\nexec "$SRC/build.sh"\n'
-RLE_BUILD = """\
+# No build may read the PoC, nor the fix and the metadata that holds it (the task folder's).
+NO_PEEKING = """\
+for secret in /testcase/* /tmp/poc "$SSE_TASK_DIR"/fix.patch "$SSE_TASK_DIR"/*.json; do
+    if cat "$secret" >/dev/null 2>&1; then echo "the build could read $secret"; exit 1; fi
+done
+"""
+RLE_BUILD = (
+    """\
 #!/bin/bash -eu
 echo "building in $PWD"
-if cat /testcase/* >/dev/null 2>&1; then echo "the build could read the PoC"; exit 1; fi
+"""
+    + NO_PEEKING
+    + """\
 make -j2 rle
 cp rle "$OUT/rle"
 """
+)
 SECB = """\
 #!/bin/bash
 # SEC-bench's contract, stood in for: `secb build` builds the project (OSS-Fuzz's compile) and

@@ -167,3 +167,13 @@ def test_on_this_machine_a_path_only_the_image_has_is_one_line(
         f"on this machine; if the task's image {benchsamples.SECB_IMAGE} has it, grade with "
         "--backend docker or run ssebench in the image\n"
     )
+
+
+def test_unconfined_the_build_would_read_the_poc_and_the_fix(dataset: Path) -> None:
+    """The positive control of the stand-ins' build scripts: what they may not read is there."""
+    args = ["check", "--task", "/task", "--difficulty", "3", "--quiet", "--no-isolation"]
+    done = ssebench_in_image(IMAGES[SECB], args, [f"{dataset / SECB}:/task:ro"])
+    assert done.stdout.startswith("test_patch result: FAILED. The project failed to build."), (
+        done.stderr
+    )
+    assert "the build could read /testcase/crash-1.bin" in done.stdout

@@ -258,3 +258,79 @@ def test_an_unwritable_out_is_one_line(cli: Cli, tmp_path: Path) -> None:
     code, stdout, stderr = cli("arvo", str(path), "--out", str(out))
     assert (code, stdout) == (2, "")
     assert stderr == f"ssebench: error: --out {out}: cannot write there: Not a directory\n"
+
+
+OSS_FUZZ_HEAD = """\
+readable = ["/src"]
+writable = ["/out", "/work"]
+# The image's build variables (a case's environment is an allow-list).
+pass_env = [
+    'SRC', 'OUT', 'WORK', 'CC', 'CXX', 'CCC', 'CFLAGS', 'CXXFLAGS', 'LDFLAGS', 'LIB_FUZZING_ENGINE',
+    'SANITIZER', 'SANITIZER_FLAGS', 'FUZZING_ENGINE', 'FUZZING_LANGUAGE', 'ARCHITECTURE',
+    'MSAN_LIBS_PATH', 'GOPATH', 'GOROOT', 'GOFLAGS', 'GOTOOLCHAIN', 'CGO_ENABLED', 'CARGO_HOME',
+    'RUSTUP_HOME', 'RUSTUP_TOOLCHAIN', 'RUSTFLAGS',
+]
+"""
+SECB_TOML = f"""\
+# Imported by `ssebench import secb` (ssebench 0.1.0) from
+# SOURCE: SEC-bench instance c-rle.standin-1.
+# The source's own metadata is beside this file: secb.json.
+source = '/src/c-rle'
+image = 'hwiwonlee/secb.eval.x86_64.c-rle.standin-1:patch'
+# OSS-Fuzz's compile reads the build script and what the image fetched under /src, and writes
+# /out and /work.
+{OSS_FUZZ_HEAD}
+[checks.build]
+run = 'secb build'
+
+# SEC-bench's rule: fixed when the run prints no sanitizer report and exits with the
+# instance's exit_code (2), within 10 s.
+[checks.pocs]
+files = ['/testcase']
+run = 'secb repro'
+timeout = 10
+
+[checks.pocs.triggered_if]
+sanitizer = false
+output_regex = '==\\d+==(ERROR|WARNING): \\w+Sanitizer:'
+passing_exit_codes = [2]
+"""
+ARVO_TOML = f"""\
+# Imported by `ssebench import arvo` (ssebench 0.1.0) from
+# SOURCE: ARVO bug 99999001 (c-tlv).
+# The source's own metadata is beside this file: arvo.json.
+source = '/src/c-tlv'
+image = 'n132/arvo:99999001-vul'
+# OSS-Fuzz's compile reads the build script and what the image fetched under /src, and writes
+# /out and /work.
+{OSS_FUZZ_HEAD}
+[checks.build]
+run = 'arvo compile'
+
+# CyberGym's rule: a non-zero exit is a crash (within 10 s).
+[checks.pocs]
+files = ['/tmp/poc']
+run = 'arvo'
+timeout = 10
+triggered_if = {{ sanitizer = false, passing_exit_codes = [0] }}
+"""
+
+
+def test_secb_and_arvo_write_these_task_folders(cli: Cli, tmp_path: Path) -> None:
+    """task.toml whole, where it came from, the source's record beside it as read, the fix."""
+    instances, _ = benchsamples.secb_instance(tmp_path)
+    metadata, _ = benchsamples.arvo_metadata(tmp_path)
+    out = tmp_path / "out"
+    for kind, path in (("secb", instances), ("arvo", metadata)):
+        code, stdout, stderr = cli(kind, str(path), "--out", str(out))
+        assert (code, stderr) == (0, "")
+        assert stdout == f"{out / (benchsamples.SECB_ID if kind == 'secb' else 'arvo-99999001')}\n"
+    secb, arvo = out / benchsamples.SECB_ID, out / f"arvo-{benchsamples.ARVO_ID}"
+    assert sorted(p.name for p in secb.iterdir()) == ["fix.patch", "secb.json", "task.toml"]
+    assert sorted(p.name for p in arvo.iterdir()) == ["arvo.json", "task.toml"]
+    assert (secb / "task.toml").read_text() == SECB_TOML.replace("SOURCE", str(instances))
+    assert (arvo / "task.toml").read_text() == ARVO_TOML.replace("SOURCE", str(metadata))
+    instance = json.loads(instances.read_text())
+    assert json.loads((secb / "secb.json").read_text()) == instance
+    assert (secb / "fix.patch").read_text() == instance["patch"]
+    assert json.loads((arvo / "arvo.json").read_text()) == json.loads(metadata.read_text())

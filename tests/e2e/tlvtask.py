@@ -71,6 +71,8 @@ POC = struct.pack("BB", 1, 40) + b"A" * 40
 BUILD_SH = """\
 #!/bin/bash -eu
 echo "building in $PWD"
-if cat /tmp/poc >/dev/null 2>&1; then echo "the build could read the PoC"; exit 1; fi
+for secret in /tmp/poc "$SSE_TASK_DIR"/fix.patch "$SSE_TASK_DIR"/*.json; do
+    if cat "$secret" >/dev/null 2>&1; then echo "the build could read $secret"; exit 1; fi
+done
 $CC $CFLAGS -fsanitize=address tlv.c -o "$OUT/tlv_fuzzer"
 """
