@@ -23,6 +23,7 @@ from ssebench.core.errors import ConfigError, PatchError
 from ssebench.core.orchestrator import Progress
 from ssebench.core.report import internal_failure
 
+CONTAINER_MARKS = ("/.dockerenv", "/run/.containerenv")  # Docker's, Podman's
 _RUN_FLAGS = {  # the flags of a benchmark run (grade --tasks)
     "predictions": "--predictions",
     "out": "--out",
@@ -186,6 +187,16 @@ def _grade_fresh(args: argparse.Namespace) -> int:
             "its image (--backend docker starts one): use it with --task DIR alone"
         )
     setup = root.setup(args, confine=False)
+    assert setup.task is not None
+    # It hands the tree and the writable folders to the case user: never a machine's own, so
+    # only in a container, on a tree mounted there as --backend docker mounts it.
+    if not any(os.path.exists(mark) for mark in CONTAINER_MARKS):
+        raise ConfigError("--fresh-container: this is no container (no /.dockerenv)")
+    if not os.path.ismount(setup.task.source):
+        raise ConfigError(
+            f"--fresh-container: the task's tree {setup.task.source} is no mount of its own, as "
+            "--backend docker mounts the tree it grades: this grade would take it over"
+        )
     logs = logs_folder(args.logs)
     setup = dataclasses.replace(root.confined(setup, args.isolation), fresh_container=True)
     progress = evaluate.stderr_progress(args.quiet)

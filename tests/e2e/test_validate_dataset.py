@@ -127,3 +127,20 @@ def test_flags_where_they_mean_nothing_are_one_line(
     tasks.mkdir()
     done = run_cli(*[str(tasks) if a == "T" else a for a in args])
     assert (done.returncode, done.stdout, done.stderr) == (2, "", f"ssebench: error: {line}\n")
+
+
+def test_fresh_container_never_takes_a_tree_that_is_no_mount_of_its_own(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    """`grade --fresh-container` hands the tree to the case user: not this machine's tree."""
+    task = _task(tmp_path, "task", SOUND)
+    before = (task / "src").stat()
+    done = run_cli("grade", "--task", str(task), "--fresh-container")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr in (
+        "ssebench: error: --fresh-container: this is no container (no /.dockerenv)\n",
+        f"ssebench: error: --fresh-container: the task's tree {task / 'src'} is no mount of its "
+        "own, as --backend docker mounts the tree it grades: this grade would take it over\n",
+    )
+    after = (task / "src").stat()
+    assert (after.st_uid, after.st_gid) == (before.st_uid, before.st_gid)
