@@ -9,6 +9,7 @@ import dataclasses
 import functools
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -176,6 +177,18 @@ def _local_grade(
     return EXIT_INTERNAL if outcome is None else patched_grade_json(outcome, None)
 
 
+def _mount_point(path: Path) -> bool:
+    """Whether `path` is where something is mounted (a bind mount of the same file system
+    too, which a look at st_dev would miss), as /proc/self/mountinfo lists them."""
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return os.path.ismount(path)
+    octal = re.compile(r"\\([0-7]{3})")  # the kernel writes a space as \040, and so on
+    points = {octal.sub(lambda m: chr(int(m[1], 8)), line.split()[4]) for line in lines}
+    return os.path.realpath(path) in points
+
+
 def _grade_fresh(args: argparse.Namespace) -> int:
     """The grade inside a fresh container of the task's image (what --backend docker starts):
     the tree where it is, already patched, the container and its writable folders ours."""
@@ -192,7 +205,7 @@ def _grade_fresh(args: argparse.Namespace) -> int:
     # only in a container, on a tree mounted there as --backend docker mounts it.
     if not any(os.path.exists(mark) for mark in CONTAINER_MARKS):
         raise ConfigError("--fresh-container: this is no container (no /.dockerenv)")
-    if not os.path.ismount(setup.task.source):
+    if not _mount_point(setup.task.source):
         raise ConfigError(
             f"--fresh-container: the task's tree {setup.task.source} is no mount of its own, as "
             "--backend docker mounts the tree it grades: this grade would take it over"
