@@ -153,7 +153,7 @@ def provenance(command: str, where: str, what: str, beside: str) -> str:
     )
 
 
-def write_tasks(out: Path, tasks: list[Imported], load: Any) -> list[Path]:
+def write_tasks(out: Path, tasks: list[Imported], load: Callable[[Path], object]) -> list[Path]:
     """Write every task under `out` (each `out/<id>`), all or none: each is written aside,
     loaded back with `load(path)` (a task.toml no command could take is a bug of ours, said in
     one line), and moved into place only when every one is."""
