@@ -74,7 +74,7 @@ def _judged(item: Prediction, result: dict[str, Any], **more: Any) -> Graded:
     return Graded(item, RESOLVED if result["resolved"] else UNRESOLVED, flagged=flagged, **more)
 
 
-def _error_line(grade_log: Path) -> str:
+def error_line(grade_log: Path) -> str:
     """The grade's last `ssebench: error:` line, else its last line: why it gave no verdict."""
     try:
         lines = grade_log.read_text(encoding="utf-8", errors="replace").splitlines()
@@ -95,7 +95,7 @@ async def _stop(proc: asyncio.subprocess.Process) -> None:
     await stop_subprocess(proc, STOP_SECONDS, signum=signal.SIGTERM if ignored else signal.SIGINT)
 
 
-async def _run_grade(
+async def run_child(
     args: Sequence[str], stderr: Path, timeout: float | None
 ) -> tuple[int | None, bytes]:
     """Run one grade process; its exit status (None: stopped at `timeout`) and stdout."""
@@ -138,7 +138,7 @@ async def grade_one(
     patch = folder / PATCH
     patch.write_bytes(prediction.patch_bytes)
     args = ["grade", "--task", str(task), "--patch", str(patch), "--logs", str(folder / LOGS)]
-    code, output = await _run_grade([*command, *args, *options], folder / GRADE_LOG, timeout)
+    code, output = await run_child([*command, *args, *options], folder / GRADE_LOG, timeout)
     seconds = time.monotonic() - started
     result = None
     with contextlib.suppress(ValueError):
@@ -154,7 +154,7 @@ async def grade_one(
     elif code < 0:
         error = f"killed by signal {-code}"
     else:
-        error = f"exit status {code}: {_error_line(folder / GRADE_LOG)}"
+        error = f"exit status {code}: {error_line(folder / GRADE_LOG)}"
     return Graded(prediction, ERROR, error, seconds=seconds)
 
 

@@ -59,12 +59,15 @@ def _raise(error: OSError) -> None:
 
 
 def task_sha256(folder: Path) -> str | None:
-    """The task's hash; None when some of it cannot be read (then nothing is ever reused)."""
+    """The task's hash; None when some of it cannot be read (then nothing is ever reused). A
+    tree that is not on this machine is its image's: the image's ID, recorded beside the hash
+    (`grader`), stands for it."""
     digest = hashlib.sha256()
     try:
         _add_tree(digest, folder, b"task")
         source = _source(folder)
-        if source is not None and not source.is_relative_to(folder.resolve()):
+        inside = source is not None and source.is_relative_to(folder.resolve())
+        if source is not None and not inside and os.path.lexists(source):
             _add_tree(digest, source, b"source")
     except OSError:
         return None

@@ -152,6 +152,8 @@ def _pocs(task: Task) -> Iterator[PocFile]:
         if not table.check.shows_fix:
             continue
         for root in table.files:
+            if not os.path.lexists(root):
+                continue  # only the task's image has it (`/testcase`): nothing to read here
             found = (
                 [root]
                 if not root.is_dir()

@@ -29,6 +29,7 @@ from ssebench.daemon.guard import make_folder, private_parent, remove_folder, re
 from ssebench.daemon.runnercopy import RunnerCopy, SyncError
 from ssebench.daemon.scratch import copy_tree
 from ssebench.daemon.task import Task
+from ssebench.daemon.writable import WritableFolders
 
 # What a case sees of the daemon's environment besides its own variables and `pass_env`:
 # what a build needs to find its tools and speak the user's language, nothing else.
@@ -84,9 +85,17 @@ def _both(paths: Iterable[Path]) -> list[str]:
     return list(dict.fromkeys(p for path in paths for p in (str(path), os.path.realpath(path))))
 
 
-def policy_for(task: Task, check: str, tree: Grant, *, hidden: Iterable[Path] = ()) -> Policy:
+def policy_for(
+    task: Task,
+    check: str,
+    tree: Grant,
+    *,
+    hidden: Iterable[Path] = (),
+    writable: tuple[Grant, ...] = (),
+) -> Policy:
     """What the cases of check `check` may reach (DESIGN.md's table): the top-level files and
-    their check's own; every other check's files are hidden wherever they lie."""
+    their check's own; every other check's files are hidden wherever they lie. They write the
+    tree (first) and the task's `writable` folders."""
     own = task.checks[check].files if check in task.checks else ()
     granted = (*task.files, *own)
     others = [p for key, t in task.checks.items() if key != check for p in t.files]
@@ -95,7 +104,7 @@ def policy_for(task: Task, check: str, tree: Grant, *, hidden: Iterable[Path] = 
     return Policy(
         system=system_paths(network=task.network),
         readable=tuple(Grant(str(p), os.path.realpath(p)) for p in (*granted, *task.readable)),
-        writable=(tree,),
+        writable=(tree, *writable),
         hidden=tuple(sorted(hide)),
         withheld=tuple(withheld),
         public=(str(task.source),),
@@ -107,7 +116,9 @@ def policy_for(task: Task, check: str, tree: Grant, *, hidden: Iterable[Path] = 
 class Cases:
     """Runs one command as a case of this daemon: on the runner copy, in its own folder, with
     its check's policy, confined. `tree`: a grade's scratch copy of the task's tree, ours
-    already, taken as the runner copy instead of a copy of the agent's."""
+    already, taken as the runner copy instead of a copy of the agent's. `take_over`: this
+    daemon owns its machine (a fresh container of the task's image), so the task's writable
+    folders are taken as the image has them (daemon/writable.py)."""
 
     def __init__(
         self,
@@ -120,6 +131,7 @@ class Cases:
         grace: float = GRACE_SECONDS,
         log_limit: int = LOG_LIMIT,
         tree: Path | None = None,
+        take_over: bool = False,
     ) -> None:
         self.mechanism = mechanism or UNCONFINED
         confined = is_confined(self.mechanism)
@@ -134,11 +146,16 @@ class Cases:
         try:
             self.copy.sync()  # the tree as shipped, before any agent's change
         except SyncError as exc:
-            self.copy.close()
+            self._close_copies()
             raise ConfigError(
                 f"{task.source}: cannot copy the tree for its cases ({exc.reason}): run "
                 "ssebench as root, or as a user who can read the tree"
             ) from None
+        try:
+            self.writable = WritableFolders(task.writable, self.user, take_over=take_over)
+        except ConfigError:
+            self._close_copies()
+            raise
         seen = str(task.source) if binds(self.mechanism) else str(self.copy.path)
         self.tree = Grant(seen, str(self.copy.path))
         self.hidden = tuple(hidden)
@@ -170,7 +187,8 @@ class Cases:
         return task.moved(folder / task.directory.name), folder
 
     def policy(self, check: str) -> Policy:
-        return policy_for(self.task, check, self.tree, hidden=self.hidden)
+        grants = self.writable.grants
+        return policy_for(self.task, check, self.tree, hidden=self.hidden, writable=grants)
 
     async def run(self, command: str, check: str, *, timeout: float, log_path: Path) -> CaseEnd:
         """`command` as a case of `check`, on the runner copy brought up to date first.
@@ -236,9 +254,14 @@ class Cases:
     def close(self) -> None:
         self.runner.close()
         remove_folder(self.root, remove_tree)
+        self.writable.close()
+        self._close_copies()
+
+    def _close_copies(self) -> None:
         self.copy.close()
         if self.task_copy is not None:
             remove_folder(self.task_copy, remove_tree)
+            self.task_copy = None
 
     async def aclose(self) -> None:
         """close(), once the stops of cancelled cases and the removal of folders finished."""

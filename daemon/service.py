@@ -51,7 +51,8 @@ class CaseService:
     """One task's cases at one level (None: the evaluator's, every check), confined by
     `mechanism`, run as `case_user` (None: one of their own), never able to read the spool nor
     `log_dir` (where the server saves logs). `tree`: a grade's scratch copy of the task's tree,
-    which the cases run on as it is (else on a runner copy of the agent's tree)."""
+    which the cases run on as it is (else on a runner copy of the agent's tree); `take_over`:
+    this daemon owns its fresh container, writable folders and all (daemon/writable.py)."""
 
     def __init__(
         self,
@@ -65,6 +66,7 @@ class CaseService:
         log_limit: int = LOG_LIMIT,
         case_user: str | None = None,
         tree: Path | None = None,
+        take_over: bool = False,
     ) -> None:
         self.task = task
         self.registry = registry
@@ -75,7 +77,8 @@ class CaseService:
         enabled = registry.at_level(level).enabled
         try:
             self.cases = Cases(task, enabled, hidden=hidden, mechanism=mechanism,
-                               user=case_user, log_limit=log_limit, tree=tree)  # fmt: skip
+                               user=case_user, log_limit=log_limit, tree=tree,
+                               take_over=take_over)  # fmt: skip
         except BaseException:
             if self._own_spool:
                 remove_folder(self.spool)

@@ -42,6 +42,7 @@ class Task:
     image: str | None = None  # the task's environment under `grade --backend docker`
     pass_env: tuple[str, ...] = ()  # names of the daemon's environment a case may see
     protected: tuple[str, ...] = ()  # tree paths (gitignore globs) a grade puts back as shipped
+    writable: tuple[Path, ...] = ()  # folders outside the tree cases may write (/out)
 
     @property
     def directory(self) -> Path:
@@ -117,14 +118,21 @@ def _read(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: not valid TOML: arrays or tables nested too deeply") from None
 
 
-def load_task(task: Path, checks: tuple[Check, ...] | list[Check]) -> Task:
+def load_task(
+    task: Path, checks: tuple[Check, ...] | list[Check], *, for_image: bool = False
+) -> Task:
+    """The task at `task`; `for_image`: loaded here to be run in its image (`--backend
+    docker`), so an absolute path that is not on this machine is taken as the image's."""
     try:
         path = find_task_file(task).resolve()
     except OSError as exc:
         raise ConfigError(f"--task: {path_error(task, exc)}") from None
-    context = Context(path=path, checks={check.key: check for check in checks})
+    raw = _read(path)
+    image = raw.get("image") if isinstance(raw.get("image"), str) else None
+    context = Context(path=path, checks={c.key: c for c in checks}, image=image,
+                      for_image=for_image)  # fmt: skip
     try:
-        found = TaskFile.model_validate(_read(path), context=context)
+        found = TaskFile.model_validate(raw, context=context)
     except ValidationError as exc:
         problem = first_problem(exc, by_name=True)
         raise _fail(path)(".".join(map(str, problem.where)), problem.text) from None
@@ -140,9 +148,21 @@ def load_task(task: Path, checks: tuple[Check, ...] | list[Check]) -> Task:
         found.image,
         tuple(found.pass_env),
         found.protected,
+        found.writable,
     )
     check_references(loaded, _fail(path))
+    _check_writable(loaded, _fail(path))
     return loaded
+
+
+def _check_writable(task: Task, fail: Fail) -> None:
+    """A writable folder is neither the source tree, in it, nor above it: the tree is the
+    runner copy's, which the cases write already."""
+    source = task.source
+    for folder in task.writable:
+        real = Path(os.path.realpath(folder))
+        if real == source or source in real.parents or real in source.parents:
+            raise fail("writable", f"{folder}: is the source tree, in it or above it")
 
 
 def _fail(path: Path) -> Fail:

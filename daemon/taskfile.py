@@ -26,7 +26,7 @@ from ssebench.core.check import Check
 from ssebench.core.errors import plain_error
 from ssebench.daemon.confine.policy import Limits
 from ssebench.daemon.protect import globs
-from ssebench.daemon.taskpaths import readable_paths, resolve, task_files
+from ssebench.daemon.taskpaths import missing, readable_paths, resolve, task_files, writable_paths
 from ssebench.daemon.tomlrules import (
     Context,
     Problem,
@@ -68,7 +68,7 @@ Files = Annotated[
     then(
         Paths,
         "must be a list of paths (relative to the task folder, or absolute)",
-        lambda raw, context: task_files(raw, context["path"], fail),
+        lambda raw, context: task_files(raw, context, fail),
     ),
     Field(description="task files (or folders), relative to the task folder or absolute"),
 ]
@@ -176,8 +176,11 @@ IMAGE = r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]*$"
 
 def _source(raw: str, context: Context) -> Path:
     path = context["path"]
-    source, _ = resolve(path.parent, raw, fail)
-    if not source.is_dir():
+    source, exists = resolve(path.parent, raw, fail)
+    why = None if exists else missing(raw, source, context)
+    if why is not None and context["image"] is not None and raw.startswith("/"):
+        raise Problem((), why.replace("no such file or folder", "no such folder"))
+    if why is not None or (exists and not source.is_dir()):
         raise Problem((), f"{source} is not a directory")
     if path.parent == source or source in path.parents:
         # The agent edits the source tree: it would hold the task's withheld files too.
@@ -186,7 +189,11 @@ def _source(raw: str, context: Context) -> Path:
 
 
 def _readable(raw: list[str], context: Context) -> tuple[Path, ...]:
-    return readable_paths(raw, context["path"], lambda key, text: fail(text))
+    return readable_paths(raw, context, lambda key, text: fail(text))
+
+
+def _writable(raw: list[str], context: Context) -> tuple[Path, ...]:
+    return writable_paths(raw, context, lambda key, text: fail(text))
 
 
 def _checks(raw: dict[str, object], context: Context) -> dict[str, TaskCheck]:
@@ -260,6 +267,9 @@ class TaskFile(Table):
     readable: Annotated[
         tuple[Path, ...], then(Paths, "must be a list of absolute paths", _readable)
     ] = Field((), description="system paths outside the usual ones a toolchain needs")
+    writable: Annotated[
+        tuple[Path, ...], then(Paths, "must be a list of absolute paths of folders", _writable)
+    ] = Field((), description="folders outside the tree that cases may write (in-image builds)")
     pass_env: Annotated[list[str], WrapValidator(variable_names)] = Field(
         default_factory=list,
         description="names of the daemon's environment a case may see (default: none)",

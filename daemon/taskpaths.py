@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ssebench.core.errors import ConfigError
+from ssebench.daemon.confine.policy import SYSTEM
 
 if TYPE_CHECKING:
     from ssebench.daemon.task import Task
+    from ssebench.daemon.tomlrules import Context
 
 # $SSE_TASK_DIR/<path> or ${SSE_TASK_DIR}/<path>, the path up to what ends a shell word.
 _TASK_PATH = re.compile(r"\$(?:SSE_TASK_DIR\b|\{SSE_TASK_DIR\})/([^\s'\"`;|&<>()$\\]*)")
@@ -47,28 +49,46 @@ def lexical(folder: Path, raw: str) -> Path:
     return Path(os.path.normpath(folder / raw))
 
 
-def task_files(raw: object, path: Path, fail: Callable[[str], ConfigError]) -> tuple[Path, ...]:
-    """Task files (or folders) relative to the folder of task.toml (`path`), or absolute, as
-    cases name them; each must exist, and neither task.toml nor the task folder itself may be
-    given away, by any path."""
+def missing(item: str, resolved: Path, context: Context) -> str | None:
+    """Why a path that is not on this machine is refused; None when it is taken as the
+    image's: an absolute path of a task loaded here to run in its image (`--backend docker`
+    grades it there; inside the image, ssebench finds it)."""
+    if item.startswith("/") and context["for_image"] and context["image"] is not None:
+        return None
+    if item.startswith("/") and context["image"] is not None:
+        return (
+            f"{item}: no such file or folder on this machine; if the task's image "
+            f"{context['image']} has it, grade with --backend docker or run ssebench in the image"
+        )
+    return f"{item}: no such file or folder ({resolved})"
+
+
+def task_files(
+    raw: object, context: Context, fail: Callable[[str], ConfigError]
+) -> tuple[Path, ...]:
+    """Task files (or folders) relative to the folder of task.toml, or absolute, as cases name
+    them; each must exist (an absolute one may be the image's), and neither task.toml nor the
+    task folder itself may be given away, by any path."""
     if not isinstance(raw, list) or not all(isinstance(item, str) and item for item in raw):
         raise fail("must be a list of paths (relative to the task folder, or absolute)")
+    path = context["path"]
     found = []
     for item in raw:
         resolved, exists = resolve(path.parent, item, fail)
         if resolved == path or resolved == path.parent or resolved in path.parents:
             raise fail(f"{item}: the task folder and task.toml are never readable by a case")
-        if not exists:
-            raise fail(f"{item}: no such file or folder ({resolved})")
+        if not exists and (why := missing(item, resolved, context)) is not None:
+            raise fail(why)
         found.append(lexical(path.parent, item))
     return tuple(found)
 
 
-def readable_paths(raw: object, path: Path, fail: Fail) -> tuple[Path, ...]:
+def readable_paths(raw: object, context: Context, fail: Fail) -> tuple[Path, ...]:
     """System paths a toolchain needs beyond the usual folders (/root/.pyenv, say): absolute,
-    existing, and not task files (those are `files`, granted by level)."""
+    existing (or the image's), and not task files (those are `files`, granted by level)."""
     if not isinstance(raw, list) or not all(isinstance(item, str) and item for item in raw):
         raise fail("readable", "must be a list of absolute paths")
+    path = context["path"]
     found = []
     for item in raw:
 
@@ -78,11 +98,45 @@ def readable_paths(raw: object, path: Path, fail: Fail) -> tuple[Path, ...]:
         if not item.startswith("/"):
             raise problem("must be an absolute path (task files are `files`)")
         resolved, exists = resolve(path.parent, item, problem)
-        if not exists:
-            raise problem(f"no such file or folder ({resolved})")
+        if not exists and (why := missing(item, resolved, context)) is not None:
+            raise fail("readable", why)
         if resolved == path.parent or path.parent in resolved.parents:
             raise problem("is in the task folder: task files are `files`, granted by level")
         found.append(lexical(path.parent, item))
+    return tuple(found)
+
+
+# What a writable folder may not be nor hold: the system, and the folders every case shares.
+_NOT_WRITABLE = ("/", "/proc", "/dev", "/sys", "/run", "/tmp", "/var/tmp", "/home", "/root")
+
+
+def writable_paths(raw: object, context: Context, fail: Fail) -> tuple[Path, ...]:
+    """Folders outside the tree and the task folder that cases may write (`/out`): absolute,
+    normalized, neither a system folder nor above one; a missing one is made when the daemon
+    starts (so one of the image's needs nothing here)."""
+    if not isinstance(raw, list) or not all(isinstance(item, str) and item for item in raw):
+        raise fail("writable", "must be a list of absolute paths of folders")
+    folder = context["path"].parent
+    found = []
+    for item in raw:
+
+        def problem(text: str, item: str = item) -> ConfigError:
+            return fail("writable", f"{item}: {text}")
+
+        if not item.startswith("/") or os.path.normpath(item) != (item.rstrip("/") or "/"):
+            raise problem("must be an absolute path, with no . or .. in it")
+        resolved, exists = resolve(folder, item, problem)
+        given = Path(item)
+        system = (*SYSTEM, *_NOT_WRITABLE)
+        if any(given == Path(top) or given in Path(top).parents for top in system):
+            raise problem(
+                "is a system folder or holds one: cases may write only a folder of theirs"
+            )
+        if resolved == folder or folder in resolved.parents or resolved in folder.parents:
+            raise problem("is the task folder, in it or above it: cases never write task files")
+        if exists and not resolved.is_dir():
+            raise problem("is not a folder")
+        found.append(given)
     return tuple(found)
 
 

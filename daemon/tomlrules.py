@@ -28,10 +28,14 @@ UNKNOWN = ("extra_forbidden", "unexpected_keyword_argument")  # of a model, of a
 
 
 class Context(TypedDict):
-    """What validation knows beside the file: where it is, and the installed checks."""
+    """What validation knows beside the file: where it is, the installed checks, the image the
+    file names (`image`, read before the rest) and whether the task is loaded here to run in
+    that image (`for_image`: absolute paths missing here are the image's)."""
 
     path: Path
     checks: dict[str, Check]
+    image: str | None
+    for_image: bool
 
 
 class Problem(ValueError):

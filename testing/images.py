@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 TASK_IMAGE = os.environ.get("SSEBENCH_TASK_IMAGE") or "ssebench-task:bookworm"
@@ -36,3 +37,32 @@ def with_image(task: Path, image: str = TASK_IMAGE) -> None:
     toml = task / "task.toml"
     lines = [line for line in toml.read_text().splitlines() if not line.startswith("image =")]
     toml.write_text(f'image = "{image}"\n' + "\n".join(lines) + "\n")
+
+
+def build_image(tag: str, context: Path) -> None:
+    """`docker build` of `context` as `tag`, offline (its FROM must be here already)."""
+    argv = ["docker", "build", "--pull=false", "-q", "-t", tag, str(context)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+
+
+def remove_image(tag: str) -> None:
+    subprocess.run(["docker", "image", "rm", "--force", tag], capture_output=True, timeout=120)
+
+
+def ssebench_in_image(
+    image: str, args: Sequence[str], mounts: Sequence[str] = (), timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """`ssebench ARGS` in a container of `image` as a task container runs it (root, Docker's
+    default seccomp, no network), through boot.py on the image's python3: this ssebench
+    mounted read-only, and `mounts` (`-v` values) beside it."""
+    from ssebench.core.backends.boot import ABI, SITE
+    from ssebench.core.backends.bundle import ensure_bundle, host_suffix
+    from ssebench.core.backends.docker import BOOT
+
+    made = ensure_bundle()
+    volumes = [f"{made.site}:{SITE}:ro", f"{made.abi(host_suffix())}:{ABI}:ro", *mounts]
+    argv = ["docker", "run", "--rm", "--init", "--network", "none", "--entrypoint", "python3"]
+    argv += [arg for volume in volumes for arg in ("-v", volume)]
+    argv += [image, "-I", BOOT, "0:0", "", "--", *args]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)

@@ -7,7 +7,6 @@ orchestrator, the report.
 from __future__ import annotations
 
 import asyncio
-import json
 import tempfile
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -20,26 +19,13 @@ from ssebench.core.check import Check, CheckOutcome, Outcome
 from ssebench.core.daemons.local import load_task
 from ssebench.core.orchestrator import run_checks, run_test_patch
 from ssebench.core.registry import Registry, build_registry
+from ssebench.core.tomltext import toml_value
 
 if TYPE_CHECKING:  # the kit is a pytest plugin of every session: no transport at import
     from ssebench.core.orchestrator import Daemon
 
 Table = str | Sequence[str] | Mapping[str, Any]
 T = TypeVar("T")
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, Mapping):
-        return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    # A JSON string is a TOML basic string, but for JSON's surrogate pairs (written raw here)
-    # and DEL, which TOML wants escaped.
-    return json.dumps(str(value), ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
 def task_toml(
@@ -52,11 +38,11 @@ def task_toml(
 ) -> str:
     """task.toml text; a table given as a string is `run`, as a list `cases`. `readable` is the
     top-level `files` (task files every case may read), `env` and `network` the keys so named."""
-    lines = [f"source = {_toml_value(source)}"]
+    lines = [f"source = {toml_value(source)}"]
     if readable:
-        lines.append(f"files = {_toml_value(list(readable))}")
+        lines.append(f"files = {toml_value(list(readable))}")
     if env:
-        lines.append(f"env = {_toml_value(dict(env))}")
+        lines.append(f"env = {toml_value(dict(env))}")
     if network:
         lines.append("network = true")
     for key, table in checks.items():
@@ -65,7 +51,7 @@ def task_toml(
         elif not isinstance(table, Mapping):
             table = {"cases": list(table)}
         lines.append(f"\n[checks.{key}]")
-        lines.extend(f"{name} = {_toml_value(value)}" for name, value in table.items())
+        lines.extend(f"{name} = {toml_value(value)}" for name, value in table.items())
     return "\n".join(lines) + "\n"
 
 

@@ -11,9 +11,10 @@ the task's `python3`. The grade runs in it as a child, for two reasons:
   (`docker run --init --rm`): a container never outlives the grade that started it. (Without
   `--interactive` stdin is /dev/null, no pipe: then there is no lifeline, and any ssebench
   command, `run` say, can start this way in an image that lacks ssebench.)
-- The logs the grade saved in the host's folder are handed to the host's user afterwards.
+- What the grade wrote in the host's folders (the logs, the graded tree its cases built in) is
+  handed to the host's user afterwards, who reads it and removes it.
 
-Usage: python3 -I boot.py UID:GID LOGS -- ssebench's arguments (LOGS may be "").
+Usage: python3 -I boot.py UID:GID FOLDER... -- ssebench's arguments (a FOLDER may be "").
 Standard library only: this runs before ssebench can be imported.
 """
 
@@ -67,18 +68,19 @@ def _lifeline() -> None:
     os._exit(EXIT_HOST_GONE)
 
 
-def _hand_over(logs: str, owner: str) -> None:
+def _hand_over(top: str, owner: str) -> None:
     uid, _, gid = owner.partition(":")
-    if not logs or (uid, gid) == ("0", "0"):
+    if not top or (uid, gid) == ("0", "0"):
         return
-    for folder, _, names in os.walk(logs):
-        for path in [folder, *(os.path.join(folder, name) for name in names)]:
+    for folder, folders, names in os.walk(top):
+        for path in [folder, *(os.path.join(folder, name) for name in (*folders, *names))]:
             os.lchown(path, int(uid), int(gid))
 
 
 def main(argv: list[str]) -> int:
-    owner, logs, separator, *args = argv
-    assert separator == "--", "usage: boot.py UID:GID LOGS -- ARGS"
+    assert "--" in argv, "usage: boot.py UID:GID FOLDER... -- ARGS"
+    owner, *folders = argv[: argv.index("--")]
+    args = argv[argv.index("--") + 1 :]
     python = make_venv()
     argv = [python, "-I", "-m", "ssebench.core.cli", *args]
     lifeline = stat.S_ISFIFO(os.fstat(sys.stdin.fileno()).st_mode)
@@ -93,7 +95,8 @@ def main(argv: list[str]) -> int:
     if lifeline:
         threading.Thread(target=_lifeline, daemon=True).start()
     code = child.wait()
-    _hand_over(logs, owner)
+    for folder in folders:
+        _hand_over(folder, owner)
     return 128 - code if code < 0 else code
 
 

@@ -175,15 +175,16 @@ def ensure_bundle(cache: Path | None = None) -> Bundle:
     root = (cache or cache_dir()) / "bundles" / digest.hexdigest()[:24]
     if not root.is_dir():
         _build(root, dists, ext_suffix)
-        _prune(root.parent)
+        prune_unused(root.parent)
     with contextlib.suppress(OSError):
-        os.utime(root)  # in use: see _prune
+        os.utime(root)  # in use: see prune_unused
     compiled = json.loads((root / COMPILED).read_text(encoding="utf-8"))
     return Bundle(root, tuple((name, version) for name, version in compiled))
 
 
-def _prune(bundles: Path) -> None:
-    """Copies unused for a day go: an edited checkout makes one per edit. (A grade that still
+def prune_unused(bundles: Path) -> None:
+    """Copies unused for a day go (their folder's time is when one was last used): an edited
+    checkout makes one per edit. (A grade that still
     runs on one used it when it started, and no grade lasts a day.)"""
     for old in bundles.iterdir():
         with contextlib.suppress(OSError):

@@ -1,13 +1,15 @@
 """`--backend docker`: a patch graded in a fresh container of its task's image.
 
 The host does what needs the host: it reads task.toml and applies the patch to a scratch copy
-with its own git, hardened as for a local grade (task images often have no git). The container
-gets Docker's default seccomp profile and capabilities, no network, the task folder and the
-patched tree read-only at their paths on the host, ssebench read-only (bundle.py), and only the
-logs folder writable. Inside, on the image's python3, ssebench copies the patched tree once more
-to a scratch folder of the container's own and runs every check there, confined as on a host
-(Landlock: the default profile forbids the namespaces bubblewrap needs). It prints the grade
-JSON, which the host prints as a local grade does. `--init`, `--rm` and boot.py's lifeline see
+with its own git, hardened as for a local grade (task images often have no git); a tree that is
+only in the image is copied out of it first (imagetree.py). The container gets Docker's default
+seccomp profile and capabilities, no network, the task folder read-only at its path on the host,
+ssebench read-only (bundle.py), and the patched copy and the logs folder writable: the copy at
+the tree's own path (`source`), where scripts that name it (OSS-Fuzz's build scripts name
+/src/<project>) find it. The container is the copy: inside, on the image's python3, ssebench
+grades that tree where it is (`grade --fresh-container`), confined as on a host (Landlock: the
+default profile forbids the namespaces bubblewrap needs). It prints the grade JSON, which the
+host prints as a local grade does. `--init`, `--rm` and boot.py's lifeline see
 that a container never outlives the grade that started it.
 """
 
@@ -20,6 +22,7 @@ import secrets
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +30,7 @@ from ssebench.core.backends import abi, isolation_flags
 from ssebench.core.backends.abi import last_line
 from ssebench.core.backends.boot import ABI, SITE
 from ssebench.core.backends.bundle import cache_dir, ensure_bundle
+from ssebench.core.backends.imagetree import on_this_machine
 from ssebench.core.daemons.local import Task, patched_copy
 from ssebench.core.errors import ConfigError
 from ssebench.core.stopping import stop_process
@@ -72,48 +76,75 @@ def image_id(docker: str, image: str) -> str:
     return done.stdout.strip()
 
 
-def grade_patch(
-    task: Task,
-    patch: bytes,
-    *,
-    logs: Path | None,
-    isolation: str,
-    quiet: bool,
-    reverted: list[str] | None = None,
-) -> dict[str, Any] | int:
-    """The grade JSON of `patch` on `task`, graded in its image; or the exit status of a grade
-    that gave none (its reason is on stderr). PatchError when the patch does not apply. The
-    protected paths are put back here (added to `reverted`): the image grades that copy."""
+@dataclass(frozen=True)
+class InImage:
+    """A task to grade in its image: Docker, the image's ID (what the containers run, so a tag
+    moved meanwhile changes nothing), ssebench's copy for the image's python3, and the task as
+    this machine reads it (`here`: its tree copied out of the image when it is only there)."""
+
+    task: Task
+    docker: str
+    ident: str
+    site: Path
+    compiled: Path
+    here: Task
+
+
+def in_image(task: Task) -> InImage:
+    """Everything a grade in `task`'s image needs, found before anything is graded."""
     if task.image is None:
         raise ConfigError(
             f"{task.path}: names no image; --backend docker grades in the task's image "
             '(image = "NAME" in task.toml)'
         )
     docker = docker_cli()
-    # Docker mounts absolute paths only; a relative --logs (a run's --out) is from our folder.
-    logs = logs.resolve() if logs is not None else None
     ident = image_id(docker, task.image)
     cache = cache_dir()
     bundle = ensure_bundle(cache)
     python = abi.image_python(docker, task.image, ident, cache)
     compiled = abi.compiled_part(bundle, python, task.image)
-    with patched_copy(task, patch, reverted) as copy:
+    here = on_this_machine(task, docker, ident, cache)
+    return InImage(task, docker, ident, bundle.site, compiled, here)
+
+
+def grade_patch(
+    graded: InImage,
+    patch: bytes | None,
+    *,
+    logs: Path | None,
+    isolation: str,
+    quiet: bool,
+    reverted: list[str] | None = None,
+    every_case: bool = False,
+) -> dict[str, Any] | int:
+    """The grade JSON of `patch` (None: the tree as shipped) on the task, graded in its image;
+    or the exit status of a grade that gave none (its reason is on stderr). PatchError when the
+    patch does not apply. The protected paths are put back here (added to `reverted`); the
+    patched copy is the container's tree, at the tree's own path, as the container's grade
+    takes it (`--fresh-container`); `every_case`: PoCs do not stop at the first (validate's)."""
+    task = graded.task
+    # Docker mounts absolute paths only; a relative --logs (a run's --out) is from our folder.
+    logs = logs.resolve() if logs is not None else None
+    with patched_copy(graded.here, patch, reverted) as copy:
         if logs is not None:
             logs.mkdir(parents=True, exist_ok=True)
         mounts = [
             (task.directory, task.directory, True),
-            (copy, task.source, True),
-            (bundle.site, Path(SITE), True),
-            (compiled, Path(ABI), True),
+            (copy, task.source, False),
+            (graded.site, Path(SITE), True),
+            (graded.compiled, Path(ABI), True),
             *([(logs, logs, False)] if logs is not None else []),
         ]
-        grade = ["grade", "--task", str(task.path), "--patch", os.devnull]
+        grade = ["grade", "--task", str(task.path), "--fresh-container"]
+        grade += ["--every-case"] if every_case else []
         grade += ["--logs", str(logs)] if logs is not None else []
         grade += isolation_flags(isolation)
         grade += ["--quiet"] if quiet else []
+        # What the container's cases wrote here is given back to us, to read or remove.
         owner = f"{os.getuid()}:{os.getgid()}"
-        argv = [*_run_flags(docker, mounts), ident, "-I", BOOT, owner, str(logs or ""), "--"]
-        return _answer(_run(docker, [*argv, *grade]), task.image)
+        argv = [*_run_flags(graded.docker, mounts), graded.ident, "-I", BOOT, owner, str(copy)]
+        argv += [str(logs or ""), "--"]
+        return _answer(_run(graded.docker, [*argv, *grade]), str(task.image))
 
 
 def _mount(source: Path, target: Path, readonly: bool) -> str:

@@ -22,18 +22,19 @@ class _LevelPrefix(logging.Formatter):
 
 
 def _commands() -> dict[str, Callable[[argparse.Namespace], int]]:
-    from ssebench.core.cli import evaluate, grading, newtask, serve
+    from ssebench.core.cli import evaluate, grading, importing, newtask, serve, validating
 
     return {
         "check": evaluate.cmd_check,
         "grade": grading.cmd_grade,
-        "validate": grading.cmd_validate,
+        "validate": validating.cmd_validate,
         "plugins": evaluate.cmd_plugins,
         "daemon": serve.cmd_daemon,
         "serve": serve.cmd_serve,
         "run": serve.cmd_run,
         "mcp-config": serve.cmd_mcp_config,
         "new": newtask.cmd_new,
+        "import": importing.cmd_import,
     }
 
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 EXIT_TERMINATED, EXIT_INTERRUPTED = 128 + signal.SIGTERM, 128 + signal.SIGINT
 
 
-def _run_options(args: argparse.Namespace) -> list[str]:
+def run_options(args: argparse.Namespace) -> list[str]:
     """What each grade of a run is given. Refused here, once, when no mechanism works or Docker
     does not answer; each grade names its mechanism in its grade.log. In a container the
     mechanism is chosen there: this machine's may not work inside."""
@@ -38,7 +38,7 @@ def _run_options(args: argparse.Namespace) -> list[str]:
     return [*isolation_flags(choose_isolation(args.isolation, args.case_user).name), *pinned]
 
 
-def _grader(backend: str, options: list[str]) -> Callable[[Path], str | None]:
+def grader_for(backend: str, options: list[str]) -> Callable[[Path], str | None]:
     """How a task's grades run, as result.json records it (a verdict is reused only when this
     is the same): confined or not and, in Docker, the ID of the task's image, so a verdict
     graded unconfined, or in an image rebuilt under the same tag, is graded again. Which
@@ -52,7 +52,7 @@ def _grader(backend: str, options: list[str]) -> Callable[[Path], str | None]:
         from ssebench.core.backends import docker
 
         try:
-            task = load_task(folder, build_registry().checks)
+            task = load_task(folder, build_registry().checks, for_image=True)
             if task.image is None:
                 return None
             return f"in image {docker.image_id(docker.docker_cli(), task.image)}, {how}"
@@ -86,7 +86,7 @@ def grade_run(args: argparse.Namespace) -> int:
         args.out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"{args.out}: cannot make the output folder: {exc.strerror}") from None
-    options = _run_options(args)
+    options = run_options(args)
     verdicts = 0  # kept in OUT so far: graded now or reused
 
     async def main() -> list[Graded]:
@@ -108,7 +108,7 @@ def grade_run(args: argparse.Namespace) -> int:
                 command=SSEBENCH,
                 options=options,
                 timeout=args.timeout,
-                grader=_grader(args.backend, options),
+                grader=grader_for(args.backend, options),
                 on_graded=graded,
             )
 

@@ -7,8 +7,10 @@ import argparse
 import contextlib
 import ipaddress
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
+T = TypeVar("T")
 # Flags that keep one value (or none): given twice, argparse keeps the last and loses one.
 _SINGLE = (argparse._StoreAction, argparse._StoreConstAction)
 # A host name's labels (underscores too: Docker's container names resolve with them).
@@ -49,3 +51,15 @@ def url_host(raw: str) -> str:
     raise argparse.ArgumentTypeError(
         f"must be a host name or an IP address, as a URL holds it (got {raw!r})"
     )
+
+
+def checked(check: Callable[[str], T]) -> Callable[[str], T]:
+    """An argparse type from a setting's own check: a flag and its variable say the same."""
+
+    def convert(raw: str) -> T:
+        try:
+            return check(raw)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"{exc} (got {raw!r})") from None
+
+    return convert

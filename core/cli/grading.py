@@ -4,10 +4,12 @@ run's predictions) and `validate` (is a task sound before anyone runs an agent o
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import functools
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ from ssebench.core.errors import ConfigError, PatchError
 from ssebench.core.orchestrator import Progress
 from ssebench.core.report import internal_failure
 
+CONTAINER_MARKS = ("/.dockerenv", "/run/.containerenv")  # Docker's, Podman's
 _RUN_FLAGS = {  # the flags of a benchmark run (grade --tasks)
     "predictions": "--predictions",
     "out": "--out",
@@ -39,10 +42,14 @@ def cmd_grade(args: argparse.Namespace) -> int:
     given = [flag for name, flag in _RUN_FLAGS.items() if getattr(args, name) is not None]
     if given:
         raise ConfigError(f"{given[0]} grades a benchmark run: use it with --tasks DIR")
+    if args.fresh_container:
+        return _grade_fresh(args)
     if args.patch is not None:
         return _grade_patch(args)
     if args.logs is not None:
         raise ConfigError("--logs saves the logs of a patch's grade: use it with --patch FILE")
+    if args.every_case:
+        raise ConfigError("--every-case grades a patch: use it with --patch FILE")
     if args.backend != "local":
         raise ConfigError("--backend grades a patch on a copy: use it with --patch FILE or --tasks")
     return evaluate.cmd_grade(args)
@@ -66,15 +73,20 @@ def run_on_copy(
 ) -> Outcome | None:
     """Every check the setup's task has, on a scratch copy of its source with `patch` applied
     (None: as shipped) and its protected paths put back (added to `reverted`), its cases
-    confined as the setup says. PatchError when it does not apply; None after an internal
-    failure."""
+    confined as the setup says; in a fresh container (`setup.fresh_container`), on the tree
+    where it is. PatchError when it does not apply; None after an internal failure."""
     from ssebench.core.daemons.local import patched_copy
     from ssebench.core.grade import save_logs
     from ssebench.core.orchestrator import run_checks
 
     assert setup.task is not None
+    graded = (
+        contextlib.nullcontext(setup.task.source)
+        if setup.fresh_container
+        else patched_copy(setup.task, patch, reverted)
+    )
     try:
-        with patched_copy(setup.task, patch, reverted) as copy:
+        with graded as copy:
             if setup.mechanism is not None:
                 _announce_once(setup.mechanism, quiet)
             on_copy = dataclasses.replace(setup, tree=copy)
@@ -127,11 +139,20 @@ def _grade_patch(args: argparse.Namespace) -> int:
     assert setup.task is not None
     patch = read_patch(args.patch)
     args.logs = logs_folder(args.logs)
-    signals = find_signals(patch, watch_for(setup.task))  # read as data: before anything runs
+    here = setup.task
+    if args.backend == "docker":
+        from ssebench.core.backends import docker
+
+        graded = docker.in_image(setup.task)
+        here = graded.here  # its tree as this machine reads it
+    signals = find_signals(patch, watch_for(here))  # read as data: before anything runs
     reverted: list[str] = []
     try:
-        grade = _docker_grade if args.backend == "docker" else _local_grade
-        answer = grade(setup, patch, args, reverted)
+        if args.backend == "docker":
+            answer = docker.grade_patch(graded, patch, logs=args.logs, isolation=args.isolation,
+                                        quiet=args.quiet, reverted=reverted)  # fmt: skip
+        else:
+            answer = _local_grade(setup, patch, args, reverted)
     except PatchError as exc:
         print(f"ssebench: the patch does not apply: {exc}", file=sys.stderr)
         answer = patched_grade_json(None, str(exc))
@@ -150,72 +171,53 @@ def _local_grade(
     setup = root.confined(setup, args.isolation)
     progress = evaluate.stderr_progress(args.quiet)
     outcome = run_on_copy(
-        setup, patch, progress, quiet=args.quiet, logs=args.logs, reverted=reverted
-    )
+        setup, patch, progress, quiet=args.quiet, logs=args.logs, reverted=reverted,
+        every_case=args.every_case,
+    )  # fmt: skip
     return EXIT_INTERNAL if outcome is None else patched_grade_json(outcome, None)
 
 
-def _docker_grade(
-    setup: Setup, patch: bytes, args: argparse.Namespace, reverted: list[str]
-) -> dict[str, Any] | int:
-    """In the task's image: isolation is chosen there (this machine's may not work inside).
-    The copy is patched and put back here, so what was put back is known here."""
-    from ssebench.core.backends import docker
-
-    assert setup.task is not None
-    return docker.grade_patch(
-        setup.task,
-        patch,
-        logs=args.logs,
-        isolation=args.isolation,
-        quiet=args.quiet,
-        reverted=reverted,
-    )
+def _mount_point(path: Path) -> bool:
+    """Whether `path` is where something is mounted (a bind mount of the same file system
+    too, which a look at st_dev would miss), as /proc/self/mountinfo lists them."""
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return os.path.ismount(path)
+    octal = re.compile(r"\\([0-7]{3})")  # the kernel writes a space as \040, and so on
+    points = {octal.sub(lambda m: chr(int(m[1], 8)), line.split()[4]) for line in lines}
+    return os.path.realpath(path) in points
 
 
-def cmd_validate(args: argparse.Namespace) -> int:
-    from ssebench.core.daemons.local import read_patch
-    from ssebench.core.skeleton import unfinished
-    from ssebench.core.taskwarnings import task_warnings
-    from ssebench.core.validation import (
-        FIXED,
-        SHIPPED,
-        judge_task,
-        validation_json,
-        validation_table,
-    )
+def _grade_fresh(args: argparse.Namespace) -> int:
+    """The grade inside a fresh container of the task's image (what --backend docker starts):
+    the tree where it is, already patched, the container and its writable folders ours."""
+    from ssebench.core.grade import patched_grade_json
 
+    if args.task is None or args.patch is not None or args.backend != "local":
+        raise ConfigError(
+            "--fresh-container grades the task's tree where it is, in a fresh container of "
+            "its image (--backend docker starts one): use it with --task DIR alone"
+        )
     setup = root.setup(args, confine=False)
-    fix = read_patch(args.fix)
+    assert setup.task is not None
+    # It hands the tree and the writable folders to the case user: never a machine's own, so
+    # only in a container, on a tree mounted there as --backend docker mounts it.
+    if not any(os.path.exists(mark) for mark in CONTAINER_MARKS):
+        raise ConfigError("--fresh-container: this is no container (no /.dockerenv)")
+    if not _mount_point(setup.task.source):
+        raise ConfigError(
+            f"--fresh-container: the task's tree {setup.task.source} is no mount of its own, as "
+            "--backend docker mounts the tree it grades: this grade would take it over"
+        )
     logs = logs_folder(args.logs)
-    setup = root.confined(setup, args.isolation)
-    assert setup.task is not None  # --task is required
-    runs: dict[str, list[Outcome]] = {SHIPPED: [], FIXED: []}
-    fix_error = None
-    reverted: list[str] = []  # what the fix changed of the protected paths, in every run
-    on_copy = functools.partial(
-        run_on_copy, setup, quiet=args.quiet, every_case=True, reverted=reverted
+    setup = dataclasses.replace(root.confined(setup, args.isolation), fresh_container=True)
+    progress = evaluate.stderr_progress(args.quiet)
+    outcome = run_on_copy(
+        setup, None, progress, quiet=args.quiet, every_case=args.every_case, logs=logs
     )
-    for run in range(1, args.runs + 1):
-        for side, patch in ((SHIPPED, None), (FIXED, fix)):
-            if patch is not None and fix_error is not None:
-                continue  # it did not apply in the first run; it will not in this one
-            progress = evaluate.stderr_progress(args.quiet, f"run {run} of {args.runs}, {side}: ")
-            kept = logs / f"run-{run}" / side.replace(" ", "-") if logs is not None else None
-            try:
-                outcome = on_copy(patch, progress, logs=kept)
-            except PatchError as exc:
-                fix_error = str(exc)
-                continue
-            if outcome is None:
-                return EXIT_INTERNAL
-            runs[side].append(outcome)
-    commands = {key: table.cases for key, table in setup.task.checks.items()}
-    problems, warnings = unfinished(commands, setup.task.source, fix)
-    found = (problems, [*warnings, *task_warnings(setup.task, reverted)])
-    validation = judge_task(runs[SHIPPED], runs[FIXED], fix_error, found=found)
-    if args.json:
-        print(json.dumps(validation_json(validation), indent=2))
-    else:
-        print(validation_table(validation))
-    return EXIT_OK if validation.sound else EXIT_FAILED
+    if outcome is None:
+        return EXIT_INTERNAL
+    answer = patched_grade_json(outcome, None)
+    print(json.dumps(answer, indent=2))
+    return EXIT_OK if answer["resolved"] else EXIT_FAILED

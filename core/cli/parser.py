@@ -6,17 +6,20 @@ import argparse
 import difflib
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from importlib.metadata import version
 from pathlib import Path
-from typing import TypeVar
 
-from ssebench.core.backends import BACKEND_HELP, BACKENDS
-from ssebench.core.cli.flagrules import OnceParser, url_host
+from ssebench.core.cli.evalflags import (
+    grading_flags,
+    import_flags,
+    isolation_flags,
+    task_flag,
+    validate_flags,
+)
+from ssebench.core.cli.flagrules import OnceParser, checked, url_host
 from ssebench.core.levels import LevelError, parse_level
 from ssebench.core.settings import DAEMON_API_HELP, DAEMON_APIS, daemon_url, positive_seconds
-
-T = TypeVar("T")
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 MCP_PORT, DAEMON_PORT = 3000, 3001
@@ -40,10 +43,13 @@ VALIDATE_HELP = (
     "is the task sound: as shipped it builds, passes its tests and every PoC triggers; with "
     "the fix every check passes; no case is flaky. Exit 0 when sound, 1 when not"
 )
+IMPORT_HELP = (
+    "write another benchmark's task(s) as ssebench task folders, OUT/<id> each: an upstream "
+    "ssebench task folder (or an image's /ssebench), SEC-bench instances, ARVO metadata"
+)
 CONFIG_HELP = "print the ready-to-paste registration of the ssebench MCP server for an agent"
 LEVEL_HELP = "level 0-4 (default: SSE_DIFFICULTY or 2)"
 _NUMBER = re.compile(r"-[0-9]+|-[0-9]*\.[0-9]+")  # a negative number is a value, not a flag
-ISOLATIONS = ("auto", "bubblewrap", "landlock")
 
 
 class _Parser(OnceParser):
@@ -61,7 +67,8 @@ class _Parser(OnceParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         unknown = self._unknown_flags()
-        if unknown and message.startswith("the following arguments are required"):
+        required = ("the following arguments are required", "one of the arguments")
+        if unknown and message.startswith(required):
             message = f"unrecognized arguments: {', '.join(unknown)}"
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
@@ -90,20 +97,8 @@ def _level_flag(raw: str) -> str:
     return raw
 
 
-def _checked(check: Callable[[str], T]) -> Callable[[str], T]:
-    """An argparse type from a setting's own check: a flag and its variable say the same."""
-
-    def convert(raw: str) -> T:
-        try:
-            return check(raw)
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(f"{exc} (got {raw!r})") from None
-
-    return convert
-
-
-_seconds = _checked(positive_seconds)
-_daemon_url = _checked(daemon_url)
+_seconds = checked(positive_seconds)
+_daemon_url = checked(daemon_url)
 
 
 def _port(raw: str) -> int:
@@ -122,30 +117,31 @@ def build_parser() -> argparse.ArgumentParser:
         return sub.add_parser(name, help=help, description=help)
 
     check = command("check", CHECK_HELP)
-    _task_flag(check, required=True)
+    task_flag(check, required=True)
     check.add_argument("--difficulty", type=_level_flag, help=LEVEL_HELP)
     check.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    _isolation_flags(check)
+    isolation_flags(check)
     grade = command("grade", GRADE_HELP)
     where = grade.add_mutually_exclusive_group()
-    _task_flag(where)
+    task_flag(where)
     where.add_argument(
         "--daemon-url", type=_daemon_url, help="grade through a running daemon instead"
     )
     grade.add_argument("--daemon-api", choices=DAEMON_APIS, default="auto",
                        help=f"with --daemon-url: {DAEMON_API_HELP}")  # fmt: skip
     grade.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    _isolation_flags(grade)
-    _grading_flags(grade, where)
-    _validate_flags(command("validate", VALIDATE_HELP))
+    isolation_flags(grade)
+    grading_flags(grade, where)
+    validate_flags(command("validate", VALIDATE_HELP))
     command("plugins", "list the discovered checks")
+    import_flags(command("import", IMPORT_HELP))
     new = command("new", "write a commented skeleton task for an author to fill in")
     new.add_argument("dir", type=Path, metavar="DIR", help="the new task's folder")
     daemon = command("daemon", "run the daemon alone")
-    _task_flag(daemon, required=True)
+    task_flag(daemon, required=True)
     _address_flags(daemon, "daemon", DAEMON_PORT)
     daemon.add_argument("--difficulty", type=_level_flag, help=LEVEL_HELP)
-    _isolation_flags(daemon)
+    isolation_flags(daemon)
     serve_flags(command("serve", SERVE_HELP))
     run = command("run", RUN_HELP)
     serve_flags(run)
@@ -163,58 +159,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _validate_flags(validate: argparse.ArgumentParser) -> None:
-    _task_flag(validate, required=True)
-    validate.add_argument("--fix", type=Path, required=True, help="the reference fix (a diff)")
-    validate.add_argument("--runs", type=_count, default=1, help="runs on each tree (default 1)")
-    validate.add_argument("--json", action="store_true", help='{"sound": ...} for scripts')
-    validate.add_argument(
-        "--logs",
-        type=Path,
-        metavar="DIR",
-        help="save every case's log here, as DIR/run-N/as-shipped|with-the-fix/KEY-INDEX.log",
-    )
-    validate.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    _isolation_flags(validate)
-
-
-def _count(raw: str) -> int:
-    if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {raw!r}")
-    return int(raw)
-
-
-def _grading_flags(grade: argparse.ArgumentParser, where: argparse._MutuallyExclusiveGroup) -> None:
-    """A patch on a pristine copy (--task with --patch), or a benchmark run (--tasks)."""
-    grade.add_argument("--backend", choices=BACKENDS, default="local", help=BACKEND_HELP)
-    grade.add_argument("--patch", type=Path, help="with --task: grade this diff on a scratch copy")
-    grade.add_argument(
-        "--logs", type=Path, metavar="DIR", help="with --patch: save every case's log here"
-    )
-    where.add_argument(
-        "--tasks", type=Path, metavar="DIR", help="a benchmark run: one folder per task id"
-    )
-    grade.add_argument("--predictions", type=Path, metavar="FILE", help="with --tasks: JSON lines")
-    grade.add_argument("--out", type=Path, metavar="DIR", help="with --tasks: where results go")
-    grade.add_argument(
-        "-j",
-        "--jobs",
-        type=_count,
-        metavar="N",
-        help="with --tasks: grades at once on this machine (default 1)",
-    )
-    grade.add_argument(
-        "--shard", metavar="I/N", help="with --tasks: every N-th prediction from the I-th (from 0)"
-    )
-    grade.add_argument(
-        "--timeout",
-        type=_seconds,
-        metavar="SECONDS",
-        help="with --tasks: the longest one prediction's grade may take; over it, the grade is "
-        "stopped, its cases killed, and the prediction is an error (default: no limit)",
-    )
-
-
 def _prediction_flags(run: argparse.ArgumentParser) -> None:
     """The agent's result as a line of the predictions file a benchmark run grades."""
     run.add_argument(
@@ -230,35 +174,8 @@ def _prediction_flags(run: argparse.ArgumentParser) -> None:
     )
 
 
-def _task_flag(
-    cmd: argparse.ArgumentParser | argparse._MutuallyExclusiveGroup, *, required: bool = False
-) -> None:
-    cmd.add_argument("--task", type=Path, required=required, help="task folder or its task.toml")
-
-
-def _isolation_flags(cmd: argparse.ArgumentParser) -> None:
-    """How the agent's code is confined; confined unless --no-isolation says otherwise."""
-    which = cmd.add_mutually_exclusive_group()
-    which.add_argument(
-        "--isolation",
-        choices=ISOLATIONS,
-        default="auto",
-        help="how each case is confined (default auto: the strongest this machine allows)",
-    )
-    which.add_argument(
-        "--no-isolation",
-        dest="isolation",
-        action="store_const",
-        const="none",
-        help="run the agent's build, tests and PoCs unconfined (a warning at every start)",
-    )
-    cmd.add_argument(
-        "--case-user", metavar="USER", help="who cases run as (root only; a name or uid)"
-    )
-
-
 def serve_flags(cmd: argparse.ArgumentParser) -> None:
-    _isolation_flags(cmd)
+    isolation_flags(cmd)
     where = cmd.add_mutually_exclusive_group()
     where.add_argument("--task", type=Path, help="task folder or its task.toml (embedded daemon)")
     where.add_argument(

@@ -26,7 +26,10 @@ from ssebench.core.settings import Settings, load_settings
 class Setup:
     """A command's settings (flags applied), its checks, its task, how cases are confined and
     who they run as (`case_user`: --case-user, else a user of their own). `tree` is a grade's
-    scratch copy of the task's tree, which the cases run on as it is."""
+    scratch copy of the task's tree, which the cases run on as it is; `fresh_container`: the
+    command owns the fresh container of the task's image it runs in (`grade
+    --fresh-container`, as `--backend docker` starts it): the tree is graded where it is and
+    the task's writable folders are taken as the image has them."""
 
     settings: Settings
     registry: Registry
@@ -34,6 +37,7 @@ class Setup:
     mechanism: Mechanism | None = None
     case_user: str | None = None
     tree: Path | None = None
+    fresh_container: bool = False
 
 
 def settings_of(args: argparse.Namespace) -> Settings:
@@ -55,7 +59,9 @@ def setup(args: argparse.Namespace, *, confine: bool = True) -> Setup:
     settings = settings_of(args)
     registry = build_registry()
     path = getattr(args, "task", None)
-    task = load_task(path, registry.checks) if path is not None else None
+    # A grade in the task's image reads task.toml here: its image's own paths are not here.
+    for_image = getattr(args, "backend", "local") == "docker"
+    task = load_task(path, registry.checks, for_image=for_image) if path is not None else None
     plain = Setup(settings, registry, task, case_user=getattr(args, "case_user", None))
     return confined(plain, args.isolation) if confine else plain
 
@@ -89,6 +95,7 @@ async def open_daemon(
             log_dir=setup.settings.log_dir,
             case_user=setup.case_user,
             tree=setup.tree,
+            take_over=setup.fresh_container,
         ) as service:
             yield service
         return

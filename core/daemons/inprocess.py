@@ -30,14 +30,16 @@ def open_service(
     log_limit: int | None = None,
     case_user: str | None = None,
     tree: Path | None = None,
+    take_over: bool = False,
 ) -> CaseService:
     """The one place a daemon is made: the case service for `task` at `level` (the caller
     closes it). `spool` given is the caller's; else the service makes (and removes) its own.
-    `tree`: a grade's scratch copy of the task's tree, run on as it is."""
+    `tree`: a grade's scratch copy of the task's tree, run on as it is; `take_over`: the
+    daemon owns its fresh container (the task's writable folders are taken as they are)."""
     limit = {} if log_limit is None else {"log_limit": log_limit}
     return CaseService(
         task, registry, level, spool=spool, mechanism=mechanism, log_dir=log_dir,
-        case_user=case_user, tree=tree, **limit,
+        case_user=case_user, tree=tree, take_over=take_over, **limit,
     )  # fmt: skip
 
 
@@ -51,6 +53,7 @@ async def local_daemon(
     log_dir: Path | None = None,
     case_user: str | None = None,
     tree: Path | None = None,
+    take_over: bool = False,
 ) -> AsyncIterator[CaseService]:
     """The case service for `task` (a loaded task, or the path of one) at `level`, its cases
     confined by `mechanism`, run as `case_user` and never seeing `log_dir`; closed
@@ -59,7 +62,7 @@ async def local_daemon(
         task = load_task(task, registry.checks)
     service = open_service(
         task, registry, level, mechanism=mechanism, log_dir=log_dir, case_user=case_user,
-        tree=tree,
+        tree=tree, take_over=take_over,
     )  # fmt: skip
     try:
         yield service

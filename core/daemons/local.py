@@ -20,8 +20,10 @@ from ssebench.daemon.protect import unmatched_globs
 from ssebench.daemon.runnercopy import RunnerCopy
 from ssebench.daemon.scratch import copy_tree, patched_copy, read_patch
 from ssebench.daemon.task import Task, load_task
+from ssebench.daemon.taskfile import IMAGE
 
 __all__ = [
+    "IMAGE",
     "NONE",
     "SYSTEM",
     "Mechanism",

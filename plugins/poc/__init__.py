@@ -32,6 +32,9 @@ class TriggeredIf(BaseModel):
     signal: StrictBool = True
     timeout: StrictBool = True
     exit_codes: tuple[ExitStatus, ...] = ()
+    # When given, the only exit statuses a PoC can pass with: any other triggers (a harness
+    # that judges by exit status alone: upstream ssebench's run.sh, SEC-bench's `exit_code`).
+    passing_exit_codes: tuple[ExitStatus, ...] | None = None
     output_regex: str = ""
 
     @field_validator("output_regex")
@@ -65,13 +68,22 @@ def _fatal_signal(run: CaseRun) -> bool:
     return status is not None and status - 128 in FATAL_SIGNALS
 
 
+def _ended_triggered(rule: TriggeredIf, run: CaseRun) -> bool:
+    """How the run ended shows the bug: a fatal signal, a status that triggers, or one that is
+    not among the passing ones."""
+    status = _status(run)
+    if (rule.signal and _fatal_signal(run)) or status in rule.exit_codes:
+        return True
+    return rule.passing_exit_codes is not None and status not in rule.passing_exit_codes
+
+
 def still_triggers(run: CaseRun) -> bool:
     rule = run.options.triggered_if if isinstance(run.options, PocOptions) else TriggeredIf()
     if run.timed_out:
         if rule.timeout:
             return True
         # We ended the run, so its exit status is ours; only what it printed can still tell.
-    elif (rule.signal and _fatal_signal(run)) or _status(run) in rule.exit_codes:
+    elif _ended_triggered(rule, run):
         return True
     if rule.sanitizer and run.log_search(SANITIZER_REPORT):
         return True

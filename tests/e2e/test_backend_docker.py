@@ -20,11 +20,15 @@ from pathlib import Path
 
 import pytest
 
-from ssebench.core.backends.boot import ABI, SITE
 from ssebench.core.backends.bundle import ensure_bundle, host_suffix
-from ssebench.core.backends.docker import BOOT
 from ssebench.testing import task_toml
-from ssebench.testing.images import TASK_IMAGE, containers_with, docker_missing, with_image
+from ssebench.testing.images import (
+    TASK_IMAGE,
+    containers_with,
+    docker_missing,
+    ssebench_in_image,
+    with_image,
+)
 from ssebench.testing.servers import ssebench_argv, start_child
 
 from .rigtasks import C_RIGS, patch_of
@@ -265,16 +269,12 @@ def test_a_task_container_makes_the_prediction_that_grades_in_docker(
     agent, out = tmp_path / "agent", tmp_path / "out"
     shutil.copytree(EXAMPLES / "c-rle", agent, ignore=BUILD_OUTPUTS)
     out.mkdir()
-    made = ensure_bundle()
-    mounts = [f"{made.site}:{SITE}:ro", f"{made.abi(host_suffix())}:{ABI}:ro",
-              f"{agent}:/task", f"{out}:/out"]  # fmt: skip
     work = "cd /task/src && patch -s -p1 < ../fix.patch && make -s >/dev/null"
-    done = subprocess.run(
-        ["docker", "run", "--rm", "--init", "--network", "none", "--entrypoint", "python3",
-         *(arg for mount in mounts for arg in ("-v", mount)), TASK_IMAGE, "-I", BOOT, "0:0", "",
-         "--", "run", "--task", "/task", "--prediction-out", "/out/p.jsonl", "--model",
-         "in-docker", "--task-id", "c-rle", "--", "bash", "-c", work],
-        capture_output=True, text=True, timeout=300,
+    done = ssebench_in_image(
+        TASK_IMAGE,
+        ["run", "--task", "/task", "--prediction-out", "/out/p.jsonl", "--model", "in-docker",
+         "--task-id", "c-rle", "--", "bash", "-c", work],
+        [f"{agent}:/task", f"{out}:/out"],
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     graded = run_cli("grade", "--tasks", str(tasks), "--predictions", str(out / "p.jsonl"),

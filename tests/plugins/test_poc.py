@@ -87,6 +87,7 @@ def test_the_default_rule() -> None:
             "signal": True,
             "timeout": True,
             "exit_codes": (),
+            "passing_exit_codes": None,
             "output_regex": "",
         }
     }
@@ -204,6 +205,27 @@ def test_exit_codes_widen(plugin: Any) -> None:
         (True, 2, None, False),
         (False, 3, None, False),
     ]
+
+
+def test_passing_exit_codes_judge_by_exit_status_alone(plugin: Any) -> None:
+    """Upstream ssebench's run.sh and SEC-bench's `exit_code`: any other status triggers, a
+    signal's (as 128+N) and a sanitizer report's exit status included."""
+    rule = {"triggered_if": {"sanitizer": False, "passing_exit_codes": [2]}}
+    commands = ["exit 2", "exit 0", "exit 1", "kill -SEGV $$", f"echo '{ASAN}'; exit 2"]
+    _, cases = pocs(plugin, commands, **rule)
+    assert cases == [(True, 2, None, False), (False, 0, None, False)]
+    _, cases = pocs(plugin, commands[2:], **rule)
+    assert cases == [(False, 1, None, False)]
+    _, cases = pocs(plugin, commands[3:], **rule)
+    assert cases == [(False, None, 11, False)]
+    _, cases = pocs(plugin, commands[4:], **rule)
+    assert cases == [(True, 2, None, False)]  # the report is not looked for: sanitizer = false
+
+
+def test_passing_exit_codes_leave_a_timeout_to_its_own_key(plugin: Any) -> None:
+    rule = {"triggered_if": {"timeout": False, "passing_exit_codes": [0]}}
+    assert not triggers(plugin, "sleep 5", timeout=0.3, **rule)
+    assert triggers(plugin, "sleep 5", timeout=0.3, triggered_if={"passing_exit_codes": [0]})
 
 
 def test_output_regex_widens(plugin: Any) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, ValidationError
 
+from ssebench.core.datasetverdicts import DatasetSummary, ValidatedWith
 from ssebench.core.verdicts import (
     GradedWith,
     PatchGrade,
@@ -23,7 +24,9 @@ from ssebench.core.verdicts import (
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "evaluating.md"
 
 
-@pytest.mark.parametrize("shape", [PatchGrade, Validation, Summary, GradedWith])
+@pytest.mark.parametrize(
+    "shape", [PatchGrade, Validation, Summary, GradedWith, DatasetSummary, ValidatedWith]
+)
 def test_the_docs_table_is_the_models(shape: type[BaseModel]) -> None:
     assert field_table(shape) in DOCS.read_text(encoding="utf-8"), (
         f"docs/evaluating.md's table of {shape.__name__} differs from the model: paste "

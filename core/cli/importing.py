@@ -1,0 +1,61 @@
+"""`ssebench import FORMAT SOURCE --out DIR`: another benchmark's tasks as ssebench task folders,
+written all at once or not at all (core/importers)."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import re
+from pathlib import Path
+
+from ssebench.core.cli.parser import EXIT_OK
+from ssebench.core.daemons.local import IMAGE, load_task
+from ssebench.core.errors import ConfigError
+from ssebench.core.importers.common import Imported, write_tasks
+from ssebench.core.registry import build_registry
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    if args.format != "upstream":
+        for flag, value in (("--source", args.source), ("--image", args.image)):
+            if value is not None:
+                raise ConfigError(f"{flag} is for `ssebench import upstream`")
+    if args.image is not None and not re.fullmatch(IMAGE, args.image):
+        example = 'e.g. "debian:12"'
+        raise ConfigError(f"--image: must be a Docker image name, {example} (got {args.image!r})")
+    tasks = _read(args)
+    checks = build_registry().checks
+    # Loaded back as `grade --backend docker` loads them: the image's own paths are not here.
+    load = functools.partial(load_task, checks=checks, for_image=True)
+    for folder in write_tasks(args.out, tasks, load):
+        print(folder)
+    return EXIT_OK
+
+
+def _read(args: argparse.Namespace) -> list[Imported]:
+    given: Path = args.path.absolute()  # what each task records it came from
+    if args.format == "upstream":
+        from ssebench.core.importers.upstream import import_upstream
+
+        if not given.is_dir():
+            raise ConfigError(f"{given}: no such folder (an upstream task folder, or /ssebench)")
+        source = _source(args.source)
+        return [import_upstream(given, source=source, image=args.image)]
+    if not given.is_file():
+        raise ConfigError(f"{given}: no such file")
+    if args.format == "secb":
+        from ssebench.core.importers.secb import import_secb
+
+        return import_secb(given)
+    from ssebench.core.importers.arvo import import_arvo
+
+    return import_arvo(given)
+
+
+def _source(path: Path | None) -> Path | None:
+    """`--source`: the tree on this machine, to run the task here instead of in its image."""
+    if path is None:
+        return None
+    if not path.is_dir():
+        raise ConfigError(f"--source {path}: no such folder")
+    return path.resolve()
