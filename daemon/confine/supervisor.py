@@ -109,7 +109,13 @@ class Supervisor:
             self._prepare(policy, message.case_dir)
         standby, self.standby = self.standby, None
         assert standby is not None
-        try:
+        own = (*(g.real for g in policy.writable), folders.root)
+        # The machine's /tmp, under Landlock: what a user of its own leaves there is the case's.
+        shared = self.confined.shared_tmp
+        skip = (folders.private,)  # every daemon's folders: each counts its own
+        limit = policy.limits.disk_mb << 20
+        try:  # the free space measured before the command can write a byte
+            disk = DiskWatch(own, shared, self.user.uid, limit, floor=self.floor, skip=skip)
             for path in message.reads:
                 if not readable(self.user, self.confined.shape, path):
                     raise OSError(f"uid {self.user.uid}, who runs the case, cannot read {path}")
@@ -120,12 +126,6 @@ class Supervisor:
             standby.discard()
             kill_all(self.reap)
             raise
-        own = (*(g.real for g in policy.writable), folders.root)
-        # The machine's /tmp, under Landlock: what a user of its own leaves there is the case's.
-        shared = self.confined.shared_tmp
-        skip = (folders.private,)  # every daemon's folders: each counts its own
-        limit = policy.limits.disk_mb << 20
-        disk = DiskWatch(own, shared, self.user.uid, limit, floor=self.floor, skip=skip)
         case = Case(message.id, standby.pid, standby.output, log, message.log_limit, policy, disk)
         if standby.listener is not None:
             broker = Broker(standby.listener, self.user, own, shared, self.confined.own_network)
