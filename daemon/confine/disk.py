@@ -8,7 +8,9 @@ machine, an error that a rerun grades again.
 
 Measuring what a tree holds means walking it, so it is done only when the volume's free space
 has fallen by more than the room the case had left at the last measurement: a case writing
-little costs one statvfs per look.
+little costs one statvfs per look. Others' files freed on the same volume meanwhile would hide
+what the case wrote from that test, so a case is also measured every so often whatever the
+volume says: every PERIOD seconds at least, and never more than a twentieth of the time.
 """
 
 from __future__ import annotations
@@ -16,11 +18,14 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import time
 from collections.abc import Iterable
 
 from ssebench.daemon.confine.policy import inside
 
 FLOOR = 128 << 20  # bytes of free space under which the machine, not the patch, is at fault
+PERIOD = 2.0  # seconds between two measurements at least, whatever the free space says
+SHARE = 20  # a measurement waits this many times what the last one took
 
 
 def free_bytes(path: str) -> int:
@@ -66,6 +71,7 @@ class DiskWatch:
         self.volumes = {os.stat(p).st_dev: p for p in (*own, *shared) if os.path.exists(p)}
         self.baseline = self._free()
         self.room = limit  # what the case may still write before it must be measured
+        self.due = time.monotonic() + PERIOD  # when it is measured whatever the volume says
 
     def _free(self) -> dict[int, int]:
         found = {}
@@ -83,9 +89,11 @@ class DiskWatch:
         free = self._free()
         fallen = max((self.baseline.get(d, f) - f for d, f in free.items()), default=0)
         short = {d: f for d, f in free.items() if f < self.floor}
-        if fallen <= self.room and not short:
+        started = time.monotonic()
+        if fallen <= self.room and not short and started < self.due:
             return "", ""
         used = self.usage()
+        self.due = time.monotonic() + max(PERIOD, SHARE * (time.monotonic() - started))
         if used > self.limit:
             return "over", f"{self.limit >> 20} MB of disk"
         if short:
