@@ -8,7 +8,9 @@ Figures, for `ssebench serve` with its daemon embedded and then with the daemon 
 own (`ssebench daemon` + `serve --daemon-url`, the sidecar set-up): wall time of the call against
 the copy (pairs alternate), the peak memory (VmHWM), and whether the saved full log is
 byte-identical to what the build printed. Targets: embedded <= 1x the copy, peak <= 150 MB;
-sidecar <= 3x the copy; identical.
+sidecar <= 3x the copy; identical. Then where a sidecar call's time goes: its parts timed alone
+over the same daemon (the case, the log's handling and the stream within it), against curl
+fetching the log and cat copying it.
 """
 
 from __future__ import annotations
@@ -19,11 +21,17 @@ import os
 import re
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import fastmcp
+import httpx
 from _common import CALL_TIMEOUT, alternate, machine, median, parser, run, scratch, table, verdict
 
+from ssebench.core.check import CheckOutcome, Status
+from ssebench.core.daemons.native import HttpDaemon
+from ssebench.core.orchestrator import run_test_patch, view_failed_log
+from ssebench.core.registry import build_registry
 from ssebench.testing.calls import tool_text
 from ssebench.testing.procs import kill_all, proc_status
 from ssebench.testing.servers import (
@@ -98,6 +106,70 @@ def measure(server: Server, pairs: int, printed: Path, copy: Path) -> tuple[list
     return ours, base, saved_ok
 
 
+def where_it_goes(url: str, pairs: int, printed: Path, scratch: Path) -> dict[str, float]:
+    """A sidecar call's parts, each timed alone against the daemon at `url` (medians, seconds),
+    each after a sync as the calls are: test_patch's work without MCP (`run_test_patch`), the
+    case (the daemon's cat into its spool), the failed log's handling (Range reads of its head
+    and end, the whole streamed into a saved file), and that stream alone; curl fetching the
+    log and cat copying it, for scale."""
+    times: dict[str, list[float]] = {}
+    build = build_registry().by_key("build")
+    assert build is not None
+
+    def timed(name: str, started: float) -> None:
+        times.setdefault(name, []).append(time.perf_counter() - started)
+
+    async def session() -> None:
+        async with httpx.AsyncClient(base_url=url) as client:
+            with httpx.Client(base_url=url) as blocking:
+                daemon = HttpDaemon(client, blocking)
+                for _ in range(pairs):
+                    os.sync()
+                    started = time.perf_counter()
+                    text = await run_test_patch([build], 2, daemon, scratch / "logs")
+                    timed("whole", started)
+                    found = SAVED.search(text)
+                    assert found, text[-500:]
+                    Path(found.group(1)).unlink()
+                    os.sync()
+                    started = time.perf_counter()
+                    case = await daemon.run_case(build, 0)
+                    timed("case", started)
+                    os.sync()
+                    started = time.perf_counter()
+                    outcome = CheckOutcome(build, Status.FAILED, 1, (case,))
+                    view = await view_failed_log(daemon, outcome, scratch / "logs")
+                    timed("log", started)
+                    assert view.saved_path is not None
+                    view.saved_path.unlink()
+                    source = await daemon.open_log(case)
+                    os.sync()
+                    started = time.perf_counter()
+                    await asyncio.to_thread(_write, source.chunks(), scratch / "streamed")
+                    timed("stream", started)
+                    log_url = f"{url}/v1/logs/{case.log_id}"
+                    for name, argv in [
+                        ("curl", ["curl", "-sf", log_url]),
+                        ("cat", ["cat", str(printed)]),
+                    ]:
+                        os.sync()
+                        started = time.perf_counter()
+                        with (scratch / name).open("wb") as out:
+                            subprocess.run(argv, stdout=out, check=True)
+                        timed(name, started)
+                        (scratch / name).unlink()
+
+    asyncio.run(session())
+    return {name: median(values) for name, values in times.items()}
+
+
+def _write(chunks: Iterator[bytes], path: Path) -> None:
+    with path.open("wb") as out:
+        for chunk in chunks:
+            out.write(chunk)
+    path.unlink()
+
+
 def main(args: object) -> dict[str, object]:
     smoke = bool(args.smoke)  # type: ignore[attr-defined]
     pairs = 2 if smoke else args.pairs  # type: ignore[attr-defined]
@@ -123,6 +195,7 @@ def main(args: object) -> dict[str, object]:
                 side_peak_kb = proc_status(side.pid)["VmHWM"] + proc_status(daemon.pid)["VmHWM"]
             finally:
                 side.stop()
+            parts = where_it_goes(f"http://127.0.0.1:{port}", pairs, printed, tmp)
         finally:
             daemon.terminate()
             daemon.wait(10)
@@ -174,8 +247,19 @@ def main(args: object) -> dict[str, object]:
             f"({len(checked)} of {2 * pairs})",
         ),
     ]
+    floor = (parts["case"] + parts["curl"]) / copies
+    split = [
+        ("test_patch's work without MCP", f"{parts['whole']:.2f} s", "(run_test_patch)"),
+        ("  the case: cat into the daemon's spool", f"{parts['case']:.2f} s", ""),
+        ("  the log: head and end by Range, the whole saved", f"{parts['log']:.2f} s", ""),
+        ("    of which the whole log streamed to a file", f"{parts['stream']:.2f} s", ""),
+        ("curl of the log to a file, for scale", f"{parts['curl']:.2f} s", ""),
+        ("cat to a file, this phase", f"{parts['cat']:.2f} s", ""),
+        ("floor: (case + curl) / cat of both phases", f"{floor:.2f}", ""),
+    ]  # fmt: skip
     print(f"machine: {machine()}")
     print(table("big logs: a build that prints a lot and fails", rows), flush=True)
+    print(table("sidecar: where a call's time goes (medians, parts timed alone)", split))
     assert identical, "the saved full log differs from what the build printed"
     assert not leftovers, f"files left in the log folder: {leftovers}"
     return {
@@ -183,6 +267,7 @@ def main(args: object) -> dict[str, object]:
         "cat_s": copies,
         "ratio": ratio,
         "sidecar_ratio": side_ratio,
+        "sidecar_parts_s": parts,
         "peak_mb": peak_mb,
         "identical": identical,
         "met": ratio <= TIME_TARGET

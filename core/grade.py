@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
-import shutil
+import os
+import threading
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from ssebench.core.case import CaseRun
 from ssebench.core.check import Outcome, Status
-from ssebench.core.orchestrator import Daemon, LocalLogs
+from ssebench.core.logs import in_worker
+from ssebench.core.logsource import Joined, LogSource
+from ssebench.core.orchestrator import Daemon
+from ssebench.core.savedlogs import write_whole
 from ssebench.core.verdicts import (
     Applied,
     CaseVerdict,
@@ -97,10 +101,15 @@ async def save_logs(daemon: Daemon, outcome: Outcome, folder: Path) -> None:
     for checked in outcome.outcomes:
         for case in checked.cases:
             target = folder / log_name(checked.check.key, case.index)
-            with target.open("wb") as sink:
-                if isinstance(daemon, LocalLogs):
-                    with daemon.open_logs([case])[0] as source:
-                        await asyncio.to_thread(shutil.copyfileobj, source, sink, 1 << 20)
-                else:
-                    async for chunk in daemon.log_chunks(case):
-                        sink.write(chunk)
+            source = await daemon.open_log(case)
+            await in_worker(partial(_write, source, target))
+
+
+def _write(source: LogSource, target: Path, stop: threading.Event) -> None:
+    """The log in `target`, copied by the kernel where it is a file here; closes the source."""
+    with Joined([source]) as log:
+        out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+        try:
+            write_whole(log, out, stop)
+        finally:
+            os.close(out)

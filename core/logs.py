@@ -1,26 +1,29 @@
-"""Long logs: the spec's tail rule, with the full log saved where the agent can read it.
+"""Long logs: the spec's tail rule, applied once, to whatever log source a daemon gives.
 
 A failing check's log ends the report the agent reads. A log of at most WORD_LIMIT words and
 BYTE_LIMIT bytes (as JSON writes it) is shown whole; a longer one is shown as its tail (the last
 LINE_LIMIT lines or the last WORD_LIMIT words, whichever is shorter, then cut to its last
-BYTE_LIMIT bytes) and saved byte for byte so the agent can read the rest. Logs arrive as chunks
-and may be far larger than memory: once a log is known to be long, only its raw end is kept,
-which holds the tail.
+BYTE_LIMIT bytes) and saved byte for byte so the agent can read the rest. Logs may be far larger
+than memory, and need not pass through Python: the head is decoded only until the log is known
+to be long, only the end is read for the tail, and the save is the kernel's copy where the log
+is a file here (core/savedlogs.py). One driver, `view_log`, does this for every source.
 """
 
 from __future__ import annotations
 
+import asyncio
 import codecs
-import contextlib
 import re
+import threading
 from collections import deque
-from collections.abc import AsyncIterable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
-from typing import BinaryIO
+from typing import TypeVar
 
-from ssebench.core.logend import LogEnd
-from ssebench.core.savedlogs import Owner, hand_over, new_log_path
+from ssebench.core.logsource import Joined, LogSource
+from ssebench.core.savedlogs import Owner, Stopped, check, save_log
 
 WORD_LIMIT = 10_000
 LINE_LIMIT = 100
@@ -32,12 +35,16 @@ LINE_LIMIT = 100
 BYTE_LIMIT = 64 * 1024
 
 BREAKS = "\r\n"  # only these are dropped from the end of a log
-MIN_KEEP = BYTE_LIMIT + 8  # raw bytes of a long log's end that always hold its tail (LogEnd)
-_KEEP = 4 * BYTE_LIMIT  # kept, so the end is cut no more often than every 256 KiB
+# Bytes of the head read at a time while counting: first a little more than a log can hold and
+# still be short (unless it ends in a run of line breaks), then 4x as much each time, up to 1 MiB.
+_HEAD_FIRST = BYTE_LIMIT + 4096
+_HEAD_MAX = 1 << 20
+_TAIL_SPAN = 64 * 1024  # the first guess at how many end bytes hold the tail
 WORD = re.compile(r"\S+")  # re's \s is exactly str.isspace(), so these are str.split()'s words
 _WORD_START = re.compile(r"(?<=\s)\S")  # a word's first character (search(pos) looks behind pos)
 _TWO = '"\\\b\f\n\r\t'  # what JSON writes as two characters
 _SIX = re.compile(r"[\x00-\x07\x0b\x0e-\x1f]")  # and as six (\u00XX)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -127,137 +134,155 @@ def tail(text: str) -> str:
     return shown[_cut_to_bytes(shown) :]
 
 
-class LogAccumulator:
-    """The streaming state of view_log, and of view_log_files while it reads a log's head.
+def decode_end(data: bytes, *, cut: bool) -> str:
+    """The end of a log as its whole decoding has it from here on: where `cut` inside the log
+    (maybe inside a character), decoded after at most 3 continuation bytes, a character's own
+    (a stray one further on is a character of its own, as in the whole log)."""
+    skip = 0
+    while cut and skip < min(3, len(data)) and 0x80 <= data[skip] <= 0xBF:
+        skip += 1
+    return data[skip:].decode("utf-8", errors="replace")
 
-    It writes the raw bytes to the save file as they come (only the end tells whether the file
-    is needed). It decodes the log, counting words and bytes as JSON writes them, only until it
-    is known to be long; then it keeps only its raw end (`LogEnd`), where the tail lies. File
-    writes are synchronous: a 64 KiB write lands in the page cache, and a thread hop per chunk
-    would cost more than it saves.
+
+class _Head:
+    """The log decoded from its start, counted as it comes, kept while it is short.
+
+    Long (more than WORD_LIMIT words or BYTE_LIMIT bytes, as JSON writes it) once the text so
+    far is: more text never makes a long log short again, so reading stops there. A run of line
+    breaks at the end is kept apart and only in part: the report drops it, and text after more
+    than BYTE_LIMIT of them makes the log long.
     """
 
-    def __init__(
-        self,
-        log_dir: Path,
-        keep: int = _KEEP,
-        *,
-        save: bool = True,
-        owner: Owner | None = None,
-    ) -> None:
-        self._log_dir = log_dir
-        self._owner = owner
-        self._path: Path | None = None
-        self._file: BinaryIO | None = None
-        self._save_failed = not save
+    def __init__(self) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._pieces: list[str] = []  # the whole text, while the log is short
-        if keep < MIN_KEEP:
-            raise ValueError(f"the end of a long log needs at least {MIN_KEEP} bytes")
-        self._end = LogEnd(keep)
-        # Counted while the log is short; once it is long only that matters.
+        self._pieces: list[str] = []
+        self._run = ""  # the line breaks the text so far ends with (its last BYTE_LIMIT)
         self._words = 0
         self._in_word = False  # the text so far ends inside a word
         self._bytes = 0  # bytes of the decoded text, as JSON writes it
         self._breaks = 0  # line breaks at its end, which the report drops (two bytes each)
 
     @property
-    def truncated(self) -> bool:
-        """Long so far (more than WORD_LIMIT words or BYTE_LIMIT bytes): only the tail will be
-        shown. More text never makes a long log short again."""
+    def long(self) -> bool:
         return self._words > WORD_LIMIT or self._bytes - 2 * self._breaks > BYTE_LIMIT
 
-    def feed(self, chunk: bytes) -> None:
-        """Take the next chunk of the log."""
-        if chunk:
-            self._write(chunk)
-            self._end.add(chunk)
-            if not self.truncated:
-                self._take(self._decoder.decode(chunk))
-                if self.truncated:
-                    self._pieces = []  # from now on the tail comes from the raw end
-
-    def finish(self) -> LogView:
-        """End of log: flush the decoder, apply the rule, keep the file only if truncated."""
-        if not self.truncated:
-            self._take(self._decoder.decode(b"", final=True))
-        if not self.truncated:
-            self._discard_file()
-            text = "".join(self._pieces).rstrip(BREAKS)
-            return LogView(text=text, truncated=False, saved_path=None)
-        saved = self._keep_file()
-        return LogView(tail(self._end.text()), truncated=True, saved_path=saved)
-
-    def abort(self) -> None:
-        """The stream failed: leave no partial file behind."""
-        self._discard_file()
-
-    def _write(self, chunk: bytes) -> None:
-        if self._save_failed:
-            return
-        try:
-            if self._file is None:
-                path = new_log_path(self._log_dir)
-                self._file = path.open("xb")
-                self._path = path
-            self._file.write(chunk)
-        except OSError:  # a failed save must not hide the log: the tail is still shown
-            self._save_failed = True
-            self._discard_file()
-
-    def _keep_file(self) -> Path | None:
-        if self._file is None:
-            return None
-        try:
-            self._file.flush()  # so a full disk can still show up here
-            hand_over(self._file.fileno(), self._owner)
-            self._file.close()
-        except OSError:
-            self._discard_file()
-            return None
-        self._file = None
-        return self._path
-
-    def _discard_file(self) -> None:
-        if self._file is not None:
-            with contextlib.suppress(OSError):
-                self._file.close()
-            self._file = None
-        if self._path is not None:
-            with contextlib.suppress(OSError):
-                self._path.unlink(missing_ok=True)
-            self._path = None
-
-    def _take(self, text: str) -> None:
+    def feed(self, chunk: bytes, *, final: bool = False) -> None:
+        text = self._decoder.decode(chunk, final=final)
         if not text:
             return
-        self._count(text)
-        self._pieces.append(text)
-
-    def _count(self, text: str) -> None:
         n = len(text.split())
         if self._in_word and not text[0].isspace():
             n -= 1  # this word began in the previous chunk and was counted there
         self._words += n
         self._in_word = not text[-1].isspace()
         self._bytes += wire_size(text)
-        body = len(text.rstrip(BREAKS))
-        self._breaks = len(text) - body + (self._breaks if body == 0 else 0)
+        body = text.rstrip(BREAKS)
+        if body:
+            self._pieces += [self._run, body]
+            self._run = text[len(body) :]
+            self._breaks = len(self._run)
+        else:
+            self._run = (self._run + text[-BYTE_LIMIT:])[-BYTE_LIMIT:]
+            self._breaks += len(text)
+
+    def text(self) -> str:
+        return "".join(self._pieces)
 
 
-async def view_log(
-    chunks: AsyncIterable[bytes], log_dir: Path, owner: Owner | None = None
-) -> LogView:
-    """Read a log stream into what the report shows; the full log goes to log_dir if long,
-    given to `owner`.
+def _content_end(log: Joined) -> int:
+    """Where the log's last byte that is not a line break ends (0: none), found from the end
+    in spans, so a long run of breaks is never held whole."""
+    end = log.size
+    while end:
+        start = max(0, end - _TAIL_SPAN)
+        body = log.read(start, end - start).rstrip(b"\r\n")
+        if body:
+            return start + len(body)
+        end = start
+    return 0
 
-    If the stream fails (or is cancelled) the partial file is removed and the error re-raised.
+
+def _tail_of(log: Joined) -> str:
+    """The spec's tail, read from the end of the log in growing spans.
+
+    A span decoded from a cut inside the log starts after a character's continuation bytes, where
+    the whole log's decoding is at a character boundary too, so the texts agree from there on.
+    The span settles the tail once it holds the 100th line break from the end (the line start
+    is then exact, and words are only counted after it), more than WORD_LIMIT words (the word
+    start is exact and lies after any line start outside the span), as in _tail_start, or more
+    than BYTE_LIMIT bytes (the tail is then cut inside the span, after the span's first
+    character, whatever the span's own line and word starts say).
     """
-    acc = LogAccumulator(log_dir, owner=owner)
+    end = _content_end(log)  # the bytes after it are breaks (ASCII): no character is cut
+    span = _TAIL_SPAN
+    while True:
+        start = max(0, end - span)
+        body = decode_end(log.read(start, end - start), cut=start > 0)
+        words = sum(1 for _ in islice(WORD.finditer(body), WORD_LIMIT + 1))
+        settled = nth_newline_from_end(body, LINE_LIMIT) >= 0 or words > WORD_LIMIT
+        if not start or settled or wire_size(body) > BYTE_LIMIT:
+            return tail(body)
+        span *= 4
+
+
+def view_log(
+    sources: Sequence[LogSource],
+    log_dir: Path,
+    stop: threading.Event | None = None,
+    owner: Owner | None = None,
+    *,
+    step: int | None = None,
+) -> LogView:
+    """What the report shows of the log that is `sources` one after another; a long one is
+    saved whole in `log_dir`, given to `owner` (the agent's user).
+
+    The one driver of the rule, for every source. It blocks (run it in a worker thread:
+    `in_worker`); setting `stop` ends it at its next step, raising Stopped, with no file left.
+    A source's fault is raised, with no file left either. It closes the sources, whatever
+    happens. `step` fixes how many bytes of the head are read at a time (tests of the seams).
+    """
+    with Joined(sources) as log:
+        head = _Head()
+        offset, size = 0, step or _HEAD_FIRST
+        while offset < log.size and not head.long:
+            check(stop)
+            chunk = log.read(offset, size)
+            offset += len(chunk)
+            head.feed(chunk, final=offset >= log.size)
+            size = step or min(4 * size, _HEAD_MAX)
+        if not head.long:
+            return LogView(head.text(), truncated=False, saved_path=None)
+        text = _tail_of(log)
+        saved = save_log(log, log_dir, stop, owner)
+        if saved is not None and stop is not None and stop.is_set():
+            saved.unlink(missing_ok=True)  # finished as the caller left: nobody will read it
+            raise Stopped
+        return LogView(text, truncated=True, saved_path=saved)
+
+
+async def in_worker(
+    job: Callable[[threading.Event], T], discard: Callable[[T], None] | None = None
+) -> T:
+    """`job(stop)` in a worker thread, which owns what it was given. A cancelled caller sets
+    `stop` and leaves at once; the thread ends at its next step and cleans up after itself, and
+    a result it made all the same is given to `discard`."""
+    stop = threading.Event()
+    future = asyncio.ensure_future(asyncio.to_thread(job, stop))
     try:
-        async for chunk in chunks:
-            acc.feed(chunk)
-        return acc.finish()
-    except BaseException:
-        acc.abort()
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        stop.set()
+        future.add_done_callback(lambda done: _drop(done, discard))
         raise
+
+
+def _drop(done: asyncio.Future[T], discard: Callable[[T], None] | None) -> None:
+    """A job nobody waits for any more: its error is nobody's to report (Stopped, mostly)."""
+    if not done.cancelled() and done.exception() is None and discard is not None:
+        discard(done.result())
+
+
+def discard_view(view: LogView) -> None:
+    """A view made for a call that was cancelled: its saved log is nobody's to read."""
+    if view.saved_path is not None:
+        view.saved_path.unlink(missing_ok=True)

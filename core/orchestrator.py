@@ -7,16 +7,14 @@ every later check, `stop_at_first_failed_case` ends a check at its first failing
 
 from __future__ import annotations
 
-import asyncio
-import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
-from typing import BinaryIO, Protocol, runtime_checkable
+from typing import Protocol
 
 from ssebench.core.case import CaseRun
 from ssebench.core.check import Check, CheckOutcome, Outcome, Status, split_by_level
-from ssebench.core.logfiles import view_log_files
-from ssebench.core.logs import LogView, view_log
+from ssebench.core.logs import LogView, discard_view, in_worker, view_log
+from ssebench.core.logsource import LogSource
 from ssebench.core.report import internal_failure, render
 from ssebench.core.savedlogs import Owner
 
@@ -37,15 +35,8 @@ class Daemon(Protocol):
 
     async def run_case(self, check: Check, index: int) -> CaseRun: ...
 
-    def log_chunks(self, case: CaseRun) -> AsyncIterator[bytes]: ...
-
-
-@runtime_checkable
-class LocalLogs(Protocol):
-    """A daemon in this very process (the case service): its logs are files on our disk."""
-
-    def open_logs(self, cases: Iterable[CaseRun]) -> list[BinaryIO]:
-        """The cases' logs as open files, which the caller closes."""
+    async def open_log(self, case: CaseRun) -> LogSource:
+        """The case's log, wherever it lies, read in a worker thread; the caller closes it."""
         ...
 
 
@@ -118,28 +109,23 @@ async def _run_check(
     return CheckOutcome(check, status, count, tuple(cases))
 
 
-async def _failed_logs(daemon: Daemon, outcome: CheckOutcome) -> AsyncIterator[bytes]:
-    """The check's log: what its failed cases printed, in order (for PoCs, the one that stopped)."""
-    for case in outcome.cases:
-        if not case.passed:
-            async for chunk in daemon.log_chunks(case):
-                yield chunk
-
-
 async def view_failed_log(
     daemon: Daemon, outcome: CheckOutcome, log_dir: Path, owner: Owner | None = None
 ) -> LogView:
-    """The failed check's log as the report shows it: from local files when the daemon runs in
-    this process (copied by the kernel, off the event loop), else streamed from the daemon. A
-    long log is saved in `log_dir`, given to `owner` (the agent's user)."""
-    if not isinstance(daemon, LocalLogs):
-        return await view_log(_failed_logs(daemon, outcome), log_dir, owner)
-    files = daemon.open_logs([case for case in outcome.cases if not case.passed])
-    stop = threading.Event()
+    """The failed check's log as the report shows it: what its failed cases printed, in order
+    (for PoCs, the one that stopped), read off the event loop; a long log is saved in
+    `log_dir`, given to `owner` (the agent's user)."""
+    sources: list[LogSource] = []
     try:
-        return await asyncio.to_thread(view_log_files, files, log_dir, stop, owner)
-    finally:
-        stop.set()  # cancelled: the thread stops at its next step and removes its file
+        for case in outcome.cases:
+            if not case.passed:
+                sources.append(await daemon.open_log(case))
+    except BaseException:
+        for source in sources:
+            source.close()
+        raise
+    # From here the worker owns the sources (it closes them), even if this call is cancelled.
+    return await in_worker(lambda stop: view_log(sources, log_dir, stop, owner), discard_view)
 
 
 async def run_test_patch(

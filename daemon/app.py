@@ -60,7 +60,8 @@ def _refusals(handler: Handler) -> Handler:
 
 class _LogResponse(FileResponse):
     """A log, read 1 MiB at a time: each read is a hop to a worker thread, and a 1 GiB log in
-    Starlette's 64 KiB reads made the daemon, not the network, a sidecar's limit."""
+    Starlette's 64 KiB reads made the daemon, not the network, a sidecar's limit. A `Range`
+    request gets that part alone (206): a client reads a long log's head and end so."""
 
     chunk_size = 1 << 20
 

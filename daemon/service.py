@@ -10,24 +10,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import uuid
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import BinaryIO
 
 from ssebench.core.case import CaseRun
 from ssebench.core.check import Check
 from ssebench.core.errors import DaemonError
+from ssebench.core.logsource import FileLog, LogSource
 from ssebench.core.registry import Registry
 from ssebench.daemon.cases import Cases
 from ssebench.daemon.confine.mechanism import Mechanism
 from ssebench.daemon.confine.runner import LOG_LIMIT, RunnerError
 from ssebench.daemon.guard import make_folder, remove_folder
 from ssebench.daemon.task import DEFAULT_TIMEOUT, Task
-
-_CHUNK = 1 << 16
 
 
 class NotFound(DaemonError):
@@ -186,28 +183,13 @@ class CaseService:
         # As the wire would give it: the daemon's own paths and options stay in the daemon.
         return replace(run, log_path=None, options=None)
 
-    async def log_chunks(self, case: CaseRun) -> AsyncIterator[bytes]:
-        with self.log_path(case.log_id).open("rb") as log:
-            while chunk := await asyncio.to_thread(log.read, _CHUNK):
-                yield chunk
-
-    def open_logs(self, cases: Iterable[CaseRun]) -> list[BinaryIO]:
-        """The cases' logs as open files (the caller closes them): a long log is then saved
-        by the kernel, not streamed. DaemonError when one is gone or not the size run said."""
-        files: list[BinaryIO] = []
+    async def open_log(self, case: CaseRun) -> LogSource:
+        """The case's spooled log, open: the tail rule reads it in place, and a long one is
+        saved by the kernel. DaemonError when it is gone or not the size its run said."""
         try:
-            for case in cases:
-                files.append(self.log_path(case.log_id).open("rb"))
-                size = os.fstat(files[-1].fileno()).st_size
-                if size != case.log_size:
-                    raise DaemonError(f"log {case.log_id}: {size} bytes, not {case.log_size}")
-            opened, files = files, []  # handed over
-            return opened
+            return FileLog(self.log_path(case.log_id), case.log_size)
         except OSError as exc:
-            raise DaemonError(f"cannot read a log: {exc}") from exc
-        finally:
-            for file in files:
-                file.close()
+            raise DaemonError(f"cannot read log {case.log_id}: {exc}") from exc
 
     def close(self) -> None:
         """End the cases' supervisor (it kills whatever still runs) and remove our spool."""

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ssebench.core.case import CaseRun
 from ssebench.core.check import Check, CheckOutcome, Outcome
 from ssebench.core.daemons.local import load_task
+from ssebench.core.logsource import read_whole
 from ssebench.core.orchestrator import run_checks, run_test_patch
 from ssebench.core.registry import Registry, build_registry
 from ssebench.core.tomltext import toml_value
@@ -138,7 +139,11 @@ class TaskHandle:
 
 
 async def _read(daemon: Daemon, case: CaseRun) -> bytes:
-    return b"".join([chunk async for chunk in daemon.log_chunks(case)])
+    source = await daemon.open_log(case)
+    try:
+        return await asyncio.to_thread(read_whole, source)
+    finally:
+        source.close()
 
 
 def make_task(

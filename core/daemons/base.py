@@ -1,7 +1,9 @@
 """The one HTTP path every daemon client takes: request, check the status, parse, or DaemonError.
 
 Every fault (unreachable, timing out, a non-200 answer, malformed JSON) becomes a DaemonError
-with a one-line message, which the edge turns into the spec's internal-failure text.
+with a one-line message, which the edge turns into the spec's internal-failure text. A log's
+bytes are no JSON answer: they stream through `HttpLog` (native.py), in a worker thread, with
+the same errors.
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ from ssebench.core.daemons.base import Timeouts, describe_error
 from ssebench.core.daemons.native import HttpDaemon
 from ssebench.core.daemons.upstream import UpstreamDaemon, Version, unsupported_checks
 from ssebench.core.errors import ConfigError, DaemonError
+from ssebench.core.logsource import LogSource
 from ssebench.core.orchestrator import Daemon
 from ssebench.core.protocol import API_PREFIX, Health
 from ssebench.core.settings import DAEMON_APIS
@@ -92,6 +93,7 @@ class DaemonConnection:
     def __init__(
         self,
         client: httpx.AsyncClient,
+        blocking: httpx.Client,
         location: Location,
         api: str,
         *,
@@ -99,6 +101,7 @@ class DaemonConnection:
         timeouts: Timeouts | None = None,
     ) -> None:
         self.client = client
+        self.blocking = blocking  # for our API's logs, read in a worker thread
         self.location = location
         self.api = "ssebench" if api == "upstream" else api
         self.grading = grading
@@ -114,7 +117,7 @@ class DaemonConnection:
             self.found = self._upstream()
 
     def _native(self) -> HttpDaemon:
-        return HttpDaemon(self.client, timeouts=self.timeouts)
+        return HttpDaemon(self.client, self.blocking, timeouts=self.timeouts)
 
     def _upstream(self) -> UpstreamDaemon:
         return UpstreamDaemon(self.client, grading=self.grading, timeouts=self.timeouts)
@@ -188,9 +191,8 @@ class DaemonConnection:
     async def run_case(self, check: Check, index: int) -> CaseRun:
         return await (await self.connect()).run_case(check, index)
 
-    async def log_chunks(self, case: CaseRun) -> AsyncIterator[bytes]:
-        async for chunk in (await self.connect()).log_chunks(case):
-            yield chunk
+    async def open_log(self, case: CaseRun) -> LogSource:
+        return await (await self.connect()).open_log(case)
 
 
 @contextlib.asynccontextmanager
@@ -218,10 +220,18 @@ async def open_daemon(
         )
     # Plain HTTP needs no TLS context, and loading the CA bundle costs a tenth of a second.
     verify = location.url.startswith("https://")
-    transport = httpx.AsyncHTTPTransport(uds=location.uds, verify=verify) if location.uds else None
+    uds = location.uds
+    transport = httpx.AsyncHTTPTransport(uds=uds, verify=verify) if uds else None
+    sync_transport = httpx.HTTPTransport(uds=uds, verify=verify) if uds else None
+    url = location.url
     async with httpx.AsyncClient(
-        base_url=location.url, transport=transport, trust_env=False, verify=verify
+        base_url=url, transport=transport, trust_env=False, verify=verify
     ) as client:
-        connection = DaemonConnection(client, location, api, grading=grading, timeouts=timeouts)
-        await connection.start()
-        yield connection
+        with httpx.Client(
+            base_url=url, transport=sync_transport, trust_env=False, verify=verify
+        ) as blocking:
+            connection = DaemonConnection(
+                client, blocking, location, api, grading=grading, timeouts=timeouts
+            )
+            await connection.start()
+            yield connection

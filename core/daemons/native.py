@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import httpx
 
@@ -10,6 +10,7 @@ from ssebench.core.case import CaseRun, case_from_wire
 from ssebench.core.check import Check
 from ssebench.core.daemons.base import HttpApi, Timeouts, describe_error
 from ssebench.core.errors import DaemonError
+from ssebench.core.logsource import LogSource
 from ssebench.core.protocol import API_PREFIX, CheckList, Health
 
 DEFAULT_CASE_TIMEOUT = 3600.0  # what the daemon gives a case whose task sets no timeout
@@ -17,10 +18,21 @@ DEFAULT_CASE_TIMEOUT = 3600.0  # what the daemon gives a case whose task sets no
 
 class HttpDaemon(HttpApi):
     """Our own daemon in another process, over its /v1 HTTP API (`ssebench daemon`, or a
-    sidecar's); a daemon in this process is called as the case service itself."""
+    sidecar's); a daemon in this process is called as the case service itself.
 
-    def __init__(self, client: httpx.AsyncClient, *, timeouts: Timeouts | None = None) -> None:
+    `blocking` reaches the same daemon for logs, which are read in a worker thread: a blocking
+    client takes a 1 GiB log at about twice the async one's speed (bench/RESULTS.md).
+    """
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        blocking: httpx.Client,
+        *,
+        timeouts: Timeouts | None = None,
+    ) -> None:
         super().__init__(client, timeouts=timeouts)
+        self.blocking = blocking
         self.case_timeouts: dict[str, float] = {}
 
     async def health(self) -> Health:
@@ -47,20 +59,58 @@ class HttpDaemon(HttpApi):
             raise DaemonError(f"POST {path}: answered for {case.key} case {case.index}")
         return case
 
-    async def log_chunks(self, case: CaseRun) -> AsyncIterator[bytes]:
-        path = f"{API_PREFIX}/logs/{case.log_id}"
+    async def open_log(self, case: CaseRun) -> LogSource:
+        return HttpLog(self, f"{API_PREFIX}/logs/{case.log_id}", case.log_size)
+
+
+class HttpLog:
+    """A log in the daemon's spool, read over HTTP: a part by a Range request (the head and the
+    end, which the tail rule reads), the whole as one stream (what a save writes)."""
+
+    def __init__(self, api: HttpDaemon, path: str, size: int) -> None:
+        self.api = api
+        self.path = path
+        self.size = size
+
+    def read(self, offset: int, count: int) -> bytes:
+        count = max(0, min(count, self.size - offset))
+        if not count:
+            return b""
+        if count == self.size:
+            return b"".join(self.chunks())
+        part = f"bytes={offset}-{offset + count - 1}"
+        data = b"".join(self._get(part))
+        if len(data) != count:
+            raise DaemonError(f"GET {self.path} {part}: got {len(data)} bytes")
+        return data
+
+    def chunks(self) -> Iterator[bytes]:
         received = 0
+        for chunk in self._get(None):
+            received += len(chunk)
+            yield chunk
+        if received != self.size:
+            raise DaemonError(f"GET {self.path}: got {received} of {self.size} bytes")
+
+    def _get(self, part: str | None) -> Iterator[bytes]:
+        """The answer's body: the whole log (200), or the `part` a Range asks for (206)."""
+        where = f"GET {self.path}" + (f" {part}" if part else "")
+        headers, status = ({"Range": part}, 206) if part else ({}, 200)
         try:
-            timeout = self.timeout(self.timeouts.query)
-            async with self.client.stream("GET", path, timeout=timeout) as response:
-                if response.status_code != 200:
-                    raise DaemonError(f"GET {path}: HTTP {response.status_code}")
+            timeout = self.api.timeout(self.api.timeouts.query)
+            with self.api.blocking.stream(
+                "GET", self.path, headers=headers, timeout=timeout
+            ) as response:
+                if response.status_code != status:
+                    raise DaemonError(f"{where}: HTTP {response.status_code}")
                 # Decoded bytes: log_size counts the log itself, whatever the transfer encoding;
-                # and unlike aiter_raw() this also reads a response whose body was preloaded.
-                async for chunk in response.aiter_bytes():
-                    received += len(chunk)
-                    yield chunk
+                # and unlike iter_raw() this also reads a response whose body was preloaded.
+                yield from response.iter_bytes()
         except (httpx.HTTPError, httpx.StreamError) as exc:
-            raise DaemonError(f"GET {path}: {describe_error(exc)}") from exc
-        if received != case.log_size:
-            raise DaemonError(f"GET {path}: got {received} of {case.log_size} bytes")
+            raise DaemonError(f"{where}: {describe_error(exc)}") from exc
+
+    def fileno(self) -> int | None:
+        return None
+
+    def close(self) -> None:
+        pass

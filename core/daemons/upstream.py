@@ -3,15 +3,15 @@
 Task containers of the public project already run that daemon; speaking its API lets our
 server replace the stock MCP server there and give the same report as on our own daemon.
 Its answers come back whole, stdout and stderr apart, so this client joins them (stdout, then
-stderr: order across the two is lost) and keeps the logs of the current run in memory to
-serve `log_chunks`, which our orchestrator expects from a daemon that spools logs.
+stderr: order across the two is lost) and keeps the logs of the current run in memory, to
+open as log sources as our orchestrator expects from a daemon that spools logs.
 """
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
@@ -21,6 +21,7 @@ from ssebench.core.case import CaseRun
 from ssebench.core.check import Check
 from ssebench.core.daemons.base import HttpApi, Timeouts
 from ssebench.core.errors import DaemonError
+from ssebench.core.logsource import BytesLog, LogSource
 
 # Our check key -> the upstream action that runs it. Only these four exist upstream.
 ACTIONS: dict[str, str] = {
@@ -31,7 +32,6 @@ ACTIONS: dict[str, str] = {
 }
 # The upstream daemon gives no time limits; a build may legitimately take an hour.
 RUN_TIMEOUT = 4 * 3600.0
-_CHUNK = 64 * 1024
 
 
 class _Answer(BaseModel):
@@ -161,12 +161,11 @@ class UpstreamDaemon(HttpApi):
             log_size=len(text),
         )
 
-    async def log_chunks(self, case: CaseRun) -> AsyncIterator[bytes]:
+    async def open_log(self, case: CaseRun) -> LogSource:
         text = self.logs.get(case.log_id)
         if text is None:
             raise DaemonError(f"no log {case.log_id}: only the current run's logs are kept")
-        for start in range(0, len(text), _CHUNK):
-            yield text[start : start + _CHUNK]
+        return BytesLog(text)
 
 
 def _utf8(text: str) -> bytes:

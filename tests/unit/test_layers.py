@@ -9,6 +9,10 @@
 - The trusted core (daemon/confine) stands alone: it imports no pydantic, no httpx and nothing
   of the daemon's that reads task.toml or serves it (only the guard of its temporary folders),
   and nothing of core but its errors.
+- One path to a failed check's log: every daemon hands over a log source, so nothing outside
+  core/daemons asks what kind of daemon it holds; the tail rule's parts are named in
+  core/logs.py only, where one function applies them, called from one driver, which the
+  orchestrator alone calls.
 Each rule is also shown to find what it forbids, so it cannot pass by finding nothing.
 """
 
@@ -26,6 +30,9 @@ MESSAGE_ENDS = ("daemon/confine/runner.py", "daemon/confine/supervisor.py")
 # core's errors (which import nothing).
 CORE_ALLOWED = ("ssebench.daemon.confine", "ssebench.daemon.guard", "ssebench.core.errors")
 CORE_FORBIDDEN = ("pydantic", "httpx", "starlette", "uvicorn", "fastmcp", "mcp")
+LOG_RULE = "core/logs.py"
+RULE_PARTS = ("WORD_LIMIT", "LINE_LIMIT", "BYTE_LIMIT", "tail", "nth_newline_from_end",
+              "fitting_start", "wire_size", "decode_end", "_tail_of")  # fmt: skip
 
 
 def sources(*folders: str) -> Iterator[tuple[str, ast.Module]]:
@@ -90,6 +97,59 @@ def untyped_messages(name: str, tree: ast.Module) -> list[str]:
         if what:
             found.append((node.lineno, f"{name}:{node.lineno} {what}"))
     return [where for _, where in sorted(found)]
+
+
+def daemon_kinds(name: str, tree: ast.Module) -> list[str]:
+    """isinstance() and issubclass() asking what kind of daemon something is."""
+    return [
+        f"{name}:{node.lineno} {ast.unparse(node)}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and ast.unparse(node.func) in ("isinstance", "issubclass")
+        and node.args
+        and "daemon" in ast.unparse(node.args[0]).lower()
+    ]
+
+
+def rule_parts(name: str, tree: ast.Module) -> list[str]:
+    """Where a module takes a part of the tail rule from core/logs.py (imported by name, or
+    as an attribute of the module)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "ssebench.core.logs":
+            found += [(node.lineno, a.name) for a in node.names if a.name in RULE_PARTS]
+        elif isinstance(node, ast.Attribute) and node.attr in RULE_PARTS:
+            found += [(node.lineno, ast.unparse(node))] * ast.unparse(node.value).endswith("logs")
+    return [f"{name}:{line} {what}" for line, what in sorted(found)]
+
+
+def callers(name: str, tree: ast.Module, callee: str) -> list[str]:
+    """The functions of `tree` that call `callee` (by its bare name)."""
+    found = []
+    for function in ast.walk(tree):
+        if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            calls = [
+                node
+                for node in ast.walk(function)
+                if isinstance(node, ast.Call) and ast.unparse(node.func) == callee
+            ]
+            found += [f"{name}:{function.name}"] * len(calls)
+    return found
+
+
+def test_one_path_to_a_failed_checks_log() -> None:
+    everywhere = list(sources(*ABOVE_THE_DAEMON, "daemon"))
+    asked = [where for name, tree in everywhere if not name.startswith("core/daemons")
+             for where in daemon_kinds(name, tree)]  # fmt: skip
+    assert asked == []
+    outside = [where for name, tree in everywhere if name != LOG_RULE
+               for where in rule_parts(name, tree)]  # fmt: skip
+    assert outside == []
+    rule = ast.parse((ROOT / LOG_RULE).read_text())
+    assert callers(LOG_RULE, rule, "tail") == [f"{LOG_RULE}:_tail_of"]
+    assert callers(LOG_RULE, rule, "_tail_of") == [f"{LOG_RULE}:view_log"]
+    drivers = [where for name, tree in everywhere for where in callers(name, tree, "view_log")]
+    assert drivers == ["core/orchestrator.py:view_failed_log"]
 
 
 def test_only_the_doors_import_the_daemon_layer() -> None:
@@ -165,6 +225,20 @@ def test_the_rules_find_what_they_forbid() -> None:
         "answer = json.loads(data)\n"
         "case = cases.get(answer.get('id'))\n"
     )
+    two_paths = ast.parse(
+        "from ssebench.core.logs import LINE_LIMIT, LogView, tail, view_log\n"
+        "from ssebench.core import logs\n"
+        "async def view_failed_log(daemon, outcome):\n"
+        "    if isinstance(daemon, LocalLogs):\n"
+        "        return view_log(daemon.open_logs(outcome.cases))\n"
+        "    return LogView(logs.tail(await stream(daemon)), True, None)\n"
+        "def finish(self):\n"
+        "    return tail(self.end.text())\n"
+    )
+    assert daemon_kinds("m", two_paths) == ["m:4 isinstance(daemon, LocalLogs)"]
+    assert rule_parts("m", two_paths) == ["m:1 LINE_LIMIT", "m:1 tail", "m:6 logs.tail"]
+    assert callers("m", two_paths, "tail") == ["m:finish"]
+    assert callers("m", two_paths, "view_log") == ["m:view_failed_log"]
     assert untyped_messages("m", untyped) == [
         "m:1 import json",
         "m:2 dict[str, Any]",

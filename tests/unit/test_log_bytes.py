@@ -2,16 +2,14 @@
 keeps its last 64 KiB.
 
 Checked against `naive_byte_cut`, written here from DESIGN.md's sentence and nothing else (the
-size is what pydantic's JSON writer, the one MCP's SDK sends with, makes of the text), on both
-paths: the streamed one (`view_log`) and the local-file one (`view_log_files`).
+size is what pydantic's JSON writer, the one MCP's SDK sends with, makes of the text), through
+the one driver (`view_log`) over logs in memory and in files, whole or cut into cases.
 """
 
 from __future__ import annotations
 
-import asyncio
 import random
 import tracemalloc
-from collections.abc import AsyncIterator
 from itertools import accumulate
 from pathlib import Path
 
@@ -19,17 +17,8 @@ import pydantic_core
 import pytest
 
 from ssebench.core.check import CheckOutcome, Outcome, Status
-from ssebench.core.logfiles import view_log_files
-from ssebench.core.logs import (
-    BYTE_LIMIT,
-    LINE_LIMIT,
-    MIN_KEEP,
-    WORD_LIMIT,
-    LogAccumulator,
-    LogView,
-    fitting_start,
-    view_log,
-)
+from ssebench.core.logs import BYTE_LIMIT, LINE_LIMIT, WORD_LIMIT, LogView, fitting_start, view_log
+from ssebench.core.logsource import BytesLog, FileLog, LogSource
 from ssebench.core.registry import build_registry
 from ssebench.core.report import render
 
@@ -68,30 +57,22 @@ def naive_view(data: bytes) -> tuple[str, bool]:
     return naive_byte_cut(min(line_tail, word_tail, key=len)), True
 
 
-async def _stream(data: bytes, size: int) -> AsyncIterator[bytes]:
-    for i in range(0, len(data), size):
-        yield data[i : i + size]
-
-
 def both_paths(data: bytes, tmp_path: Path, chunk: int = 64 * KIB) -> LogView:
-    """The view by the streamed path, after checking that the local-file path, and a stream
-    that keeps the smallest end of a long log, give the same."""
-    streamed = asyncio.run(view_log(_stream(data, chunk), tmp_path / "streamed"))
-    path = tmp_path / "case.log"
-    path.write_bytes(data)
-    local = view_log_files([path.open("rb")], tmp_path / "local")
-    trimmed = LogAccumulator(tmp_path / "trimmed", keep=MIN_KEEP)
-    for i in range(0, len(data), chunk):
-        trimmed.feed(data[i : i + chunk])
-    small = trimmed.finish()
-    for view in (local, small):
-        assert (view.text, view.truncated) == (streamed.text, streamed.truncated)
-    for view in (streamed, local, small):
+    """The view of `data` in memory, read `chunk` bytes at a time, after checking that the same
+    bytes in two files (cut at `chunk`, maybe inside a character) give the same."""
+    whole = view_log([BytesLog(data)], tmp_path / "memory", step=chunk)
+    files: list[LogSource] = []
+    for i, part in enumerate([data[:chunk], data[chunk:]]):
+        (tmp_path / f"case-{i}.log").write_bytes(part)
+        files.append(FileLog(tmp_path / f"case-{i}.log", len(part)))
+    cut = view_log(files, tmp_path / "files")
+    assert (cut.text, cut.truncated) == (whole.text, whole.truncated)
+    for view in (whole, cut):
         if view.truncated:
             assert view.saved_path is not None and view.saved_path.read_bytes() == data
         else:
             assert view.saved_path is None
-    return streamed
+    return whole
 
 
 def _check(data: bytes, tmp_path: Path, chunk: int = 64 * KIB) -> LogView:
@@ -162,16 +143,15 @@ def test_a_tail_under_64_kib_is_not_cut(tmp_path: Path) -> None:
 
 
 def test_a_single_word_of_100_mb_is_read_in_bounded_memory(tmp_path: Path) -> None:
-    """The streamed path trims its window to the last 64 KiB once the log is long."""
-    acc = LogAccumulator(tmp_path)
+    """Only the head (until the log is long) and the end (for the tail) are read."""
+    (tmp_path / "case.log").write_bytes(b"z" * (100 << 20))
+    source = FileLog(tmp_path / "case.log", 100 << 20)
     tracemalloc.start()
     try:
-        for _ in range(1_600):
-            acc.feed(b"z" * (64 * KIB))
+        view = view_log([source], tmp_path / "logs")
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    view = acc.finish()
     assert peak < 8_000_000, peak
     assert view.text == "z" * BYTE_LIMIT and view.truncated
 
@@ -254,8 +234,8 @@ def test_the_first_fitting_character_is_found_as_the_naive_rule_finds_it(seed: i
 def test_the_smallest_end_of_a_long_log_holds_its_tail(
     tmp_path: Path, end: bytes, chunk: int
 ) -> None:
-    """A stream keeps only the raw end of a long log (MIN_KEEP bytes at the least): however
-    that end is cut into a character, the tail is the naive rule's over the whole log."""
+    """The tail is read from the end in spans: however a span's start cuts into a character,
+    and the cases' seam too, the tail is the naive rule's over the whole log."""
     data = b"head " * 20_000 + end
     view = both_paths(data, tmp_path, chunk)
     assert (view.text, view.truncated) == naive_view(data)

@@ -1,4 +1,4 @@
-"""HttpDaemon: the real app in-process for the happy path; faults from MockTransport or sockets.
+"""HttpDaemon: the real app over real HTTP for the happy path; faults from MockTransport or sockets.
 
 Every fault is a DaemonError with a one-line message, which the edge turns into the spec's
 internal-failure text.
@@ -24,6 +24,7 @@ from ssebench.core.case import CaseRun
 from ssebench.core.daemons.base import Timeouts
 from ssebench.core.daemons.native import HttpDaemon
 from ssebench.core.errors import DaemonError
+from ssebench.core.logsource import read_whole
 from ssebench.core.protocol import Health
 from ssebench.core.registry import build_registry
 from ssebench.daemon.task import load_task
@@ -32,6 +33,7 @@ from ssebench.plugins.build import BUILD
 from ssebench.plugins.functional import FUNCTIONAL
 from ssebench.plugins.intent import INTENT
 from ssebench.plugins.poc import POCS
+from ssebench.testing.servers import serving_app
 
 REGISTRY = build_registry(plugins=[build, poc, intent, functional], use_entry_points=False)
 BASE = "http://d"
@@ -60,16 +62,22 @@ def with_app(folder: Path, level: int | None, job: Callable[[HttpDaemon], Awaita
     spool.mkdir()
     app = create_app(task, REGISTRY, level, spool=spool)
 
-    async def main() -> Any:
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url=BASE) as client:
-            return await job(HttpDaemon(client))
+    async def main(url: str) -> Any:
+        async with httpx.AsyncClient(base_url=url) as client:
+            with httpx.Client(base_url=url) as blocking:
+                return await job(HttpDaemon(client, blocking))
 
-    return asyncio.run(main())
+    with serving_app(app, log_level="critical") as url:
+        return asyncio.run(main(url))
 
 
 async def collect(daemon: HttpDaemon, result: CaseRun) -> bytes:
-    return b"".join([chunk async for chunk in daemon.log_chunks(result)])
+    """The case's whole log, read as the tail rule reads it: in a worker thread."""
+    source = await daemon.open_log(result)
+    try:
+        return await asyncio.to_thread(read_whole, source)
+    finally:
+        source.close()
 
 
 def _timeless(result: CaseRun) -> CaseRun:
@@ -157,7 +165,11 @@ RESULT = CaseRun(
 
 
 def mocked(handler: Callable[[httpx.Request], httpx.Response]) -> HttpDaemon:
-    return HttpDaemon(httpx.AsyncClient(transport=httpx.MockTransport(handler), base_url=BASE))
+    transport = httpx.MockTransport(handler)
+    return HttpDaemon(
+        httpx.AsyncClient(transport=transport, base_url=BASE),
+        httpx.Client(transport=transport, base_url=BASE),
+    )
 
 
 def fault(handler: Callable[[httpx.Request], httpx.Response], call: str) -> str:
@@ -322,23 +334,57 @@ def test_fault_is_a_one_line_daemon_error(
 
 
 def test_a_log_fault_mid_stream_is_a_daemon_error() -> None:
-    async def broken() -> Any:
+    def broken() -> Iterator[bytes]:
         yield b"01234"
         raise httpx.ReadError("connection reset")
 
     def handler(request: httpx.Request) -> httpx.Response:
         return httpx.Response(200, content=broken())
 
-    async def main() -> tuple[list[bytes], str]:
-        daemon = mocked(handler)
-        received: list[bytes] = []
-        async with daemon.client:
-            with pytest.raises(DaemonError) as caught:
-                async for chunk in daemon.log_chunks(RESULT):
-                    received.append(chunk)
-        return received, str(caught.value)
+    source = asyncio.run(mocked(handler).open_log(RESULT))
+    received: list[bytes] = []
+    with pytest.raises(DaemonError) as caught:
+        for chunk in source.chunks():
+            received.append(chunk)
+    assert (received, str(caught.value)) == (
+        [b"01234"],
+        "GET /v1/logs/abc: ReadError: connection reset",
+    )
 
-    assert asyncio.run(main()) == ([b"01234"], "GET /v1/logs/abc: ReadError: connection reset")
+
+def test_parts_of_a_log_are_read_by_range(tmp_path: Path) -> None:
+    """The tail rule reads a long log's head and end only: Range requests the real app answers
+    with exactly those bytes."""
+
+    async def job(daemon: HttpDaemon) -> list[bytes]:
+        built = await daemon.run_case(BUILD, 0)  # b"built\x00\xff\nwarn\n"
+        source = await daemon.open_log(built)
+        reads = [(0, 5), (5, 3), (9, 100), (12, 1), (13, 5), (0, 13)]
+        return [await asyncio.to_thread(source.read, *where) for where in reads]
+
+    parts = with_app(tmp_path, 1, job)
+    assert parts == [b"built", b"\x00\xff\n", b"arn\n", b"\n", b"", b"built\x00\xff\nwarn\n"]
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "message"),
+    [
+        (200, b"0123456789", "GET /v1/logs/abc bytes=2-4: HTTP 200"),  # a Range ignored
+        (206, b"23", "GET /v1/logs/abc bytes=2-4: got 2 bytes"),
+        (416, b"", "GET /v1/logs/abc bytes=2-4: HTTP 416"),
+    ],
+)
+def test_a_part_not_as_asked_is_a_daemon_error(status: int, body: bytes, message: str) -> None:
+    asked: list[str | None] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        asked.append(request.headers.get("range"))
+        return httpx.Response(status, content=body)
+
+    source = asyncio.run(mocked(handler).open_log(RESULT))
+    with pytest.raises(DaemonError) as caught:
+        source.read(2, 3)
+    assert (asked, str(caught.value)) == (["bytes=2-4"], message)
 
 
 # --- faults over real sockets ------------------------------------------------------------------
@@ -353,7 +399,8 @@ def _closed_port() -> int:
 def real(port: int, call: str, timeouts: Timeouts | None = None) -> str:
     async def main() -> str:
         client = httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}")
-        daemon = HttpDaemon(client, timeouts=timeouts)
+        blocking = httpx.Client(base_url=f"http://127.0.0.1:{port}")
+        daemon = HttpDaemon(client, blocking, timeouts=timeouts)
         async with daemon.client:
             with pytest.raises(DaemonError) as caught:
                 if call == "counts":
@@ -464,7 +511,7 @@ def test_a_run_waits_the_checks_time_limit_plus_the_margin() -> None:
 def test_a_log_sent_compressed_counts_its_own_bytes() -> None:
     log = b"line\n" * 1000
 
-    async def stream() -> Any:
+    def stream() -> Iterator[bytes]:
         yield gzip.compress(log)
 
     def handler(request: httpx.Request) -> httpx.Response:

@@ -22,6 +22,7 @@ from ssebench.core.daemons.native import HttpDaemon
 from ssebench.core.orchestrator import run_test_patch
 from ssebench.core.registry import build_registry
 from ssebench.daemon.task import load_task
+from ssebench.testing.servers import serving_app
 
 INTERNAL_FAILURE = (
     "An internal testing failure occurred. Your patch is not responsible for this failure."
@@ -253,17 +254,19 @@ def test_source_tree_gone_after_start_is_an_internal_failure(ssebench_task, tmp_
     spool.mkdir()
     app = create_app(task, registry, 2, spool=spool)
 
-    async def test_patch() -> str:
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://daemon") as client:
-            return await run_test_patch(registry.checks, 2, HttpDaemon(client), tmp_path / "logs")
+    async def test_patch(url: str) -> str:
+        with httpx.Client(base_url=url) as logs:
+            async with httpx.AsyncClient(base_url=url) as client:
+                daemon = HttpDaemon(client, logs)
+                return await run_test_patch(registry.checks, 2, daemon, tmp_path / "logs")
 
-    shutil.rmtree(task.source)
-    assert asyncio.run(test_patch()) == INTERNAL_FAILURE
+    with serving_app(app, log_level="critical") as url:
+        shutil.rmtree(task.source)
+        assert asyncio.run(test_patch(url)) == INTERNAL_FAILURE
 
-    # Testing goes on: with the tree back, the same daemon answers normally again.
-    task.source.mkdir()
-    assert asyncio.run(test_patch()) == LEVEL_2_EXAMPLE
+        # Testing goes on: with the tree back, the same daemon answers normally again.
+        task.source.mkdir()
+        assert asyncio.run(test_patch(url)) == LEVEL_2_EXAMPLE
 
 
 def test_source_tree_removed_by_a_check_is_an_internal_failure(
@@ -286,10 +289,11 @@ def test_unreachable_daemon_is_an_internal_failure(tmp_path: Path) -> None:
         port = sock.getsockname()[1]
 
     async def call() -> str:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
-            return await run_test_patch(
-                build_registry().checks, 2, HttpDaemon(client), tmp_path / "logs"
-            )
+        url = f"http://127.0.0.1:{port}"
+        with httpx.Client(base_url=url) as logs:
+            async with httpx.AsyncClient(base_url=url) as client:
+                daemon = HttpDaemon(client, logs)
+                return await run_test_patch(build_registry().checks, 2, daemon, tmp_path / "logs")
 
     assert asyncio.run(call()) == INTERNAL_FAILURE
 

@@ -7,7 +7,6 @@ keeps the newest KEEP_LOGS saved logs (fewer past KEEP_BYTES), so calls do not f
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import subprocess
@@ -17,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from ssebench.core.logfiles import view_log_files
 from ssebench.core.logs import view_log
+from ssebench.core.logsource import BytesLog, FileLog
 from ssebench.core.savedlogs import KEEP_LOGS, new_log_path, prune
 
 ROOT = os.geteuid() == 0
@@ -66,26 +65,20 @@ def test_a_new_saved_log_makes_room_for_itself(tmp_path: Path) -> None:
 def test_a_saved_log_is_readable_by_its_owner_only(tmp_path: Path) -> None:
     log = tmp_path / "case.log"
     log.write_bytes(LONG)
-    view = view_log_files([log.open("rb")], tmp_path / "mcp")
+    view = view_log([FileLog(log, len(LONG))], tmp_path / "mcp")
     assert view.saved_path is not None
     assert (view.saved_path.stat().st_mode & 0o777, view.saved_path.read_bytes()) == (0o600, LONG)
 
 
 @pytest.mark.skipif(not ROOT, reason="only root gives a file away")
-@pytest.mark.parametrize("how", ["files", "stream"])
+@pytest.mark.parametrize("how", ["file", "memory"])
 def test_a_root_server_gives_the_saved_log_to_the_agents_user(tmp_path: Path, how: str) -> None:
     top = Path(tempfile.mkdtemp(prefix="ssebench-test-", dir="/tmp"))  # as /tmp/mcp/logs is
     os.chmod(top, 0o755)
     folder = top / "mcp" / "logs"
-    if how == "files":
-        (tmp_path / "case.log").write_bytes(LONG)
-        view = view_log_files([(tmp_path / "case.log").open("rb")], folder, owner=(1001, 1001))
-    else:
-
-        async def chunks():  # type: ignore[no-untyped-def]
-            yield LONG
-
-        view = asyncio.run(view_log(chunks(), folder, owner=(1001, 1001)))
+    (tmp_path / "case.log").write_bytes(LONG)
+    source = FileLog(tmp_path / "case.log", len(LONG)) if how == "file" else BytesLog(LONG)
+    view = view_log([source], folder, owner=(1001, 1001))
     assert view.saved_path is not None
     info = view.saved_path.stat()
     assert (info.st_uid, info.st_gid, info.st_mode & 0o777) == (1001, 1001, 0o600)

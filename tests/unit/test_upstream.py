@@ -27,6 +27,7 @@ from ssebench.core.daemons.connect import Location, daemon_location, open_daemon
 from ssebench.core.daemons.native import HttpDaemon
 from ssebench.core.daemons.upstream import UpstreamDaemon
 from ssebench.core.errors import ConfigError, DaemonError
+from ssebench.core.logsource import read_whole
 from ssebench.core.orchestrator import run_checks, run_test_patch
 from ssebench.core.registry import build_registry
 from ssebench.core.report import INTERNAL_FAILURE
@@ -357,7 +358,7 @@ def test_counts_and_logs_of_the_current_run_only() -> None:
     async def run() -> tuple[dict[str, int | None], bytes, Any]:
         counts = await daemon.case_counts(checks)
         first = await daemon.run_case(checks[0], 0)
-        text = b"".join([chunk async for chunk in daemon.log_chunks(first)])
+        text = read_whole(await daemon.open_log(first))
         await daemon.case_counts(checks)
         return counts, text, first
 
@@ -365,7 +366,7 @@ def test_counts_and_logs_of_the_current_run_only() -> None:
     assert counts == {"build": 1, "pocs": 2, "intent": 0, "lint": None, "functional": 1}
     assert text == "out\né\n".encode() and first.log_size == len(text) and first.passed
     with pytest.raises(DaemonError, match="only the current run's logs"):
-        asyncio.run(anext(aiter(daemon.log_chunks(first))))
+        asyncio.run(daemon.open_log(first))
 
 
 def test_where_the_daemon_is() -> None:

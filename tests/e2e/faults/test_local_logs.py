@@ -1,10 +1,11 @@
-"""The two ways a failed check's log reaches the report give the same report and saved bytes.
+"""Whichever source a daemon hands over, a failed check's log gives one report and one saved log.
 
-Streamed from the daemon over HTTP (sidecar mode), or read from the spool of the case service
-in the same process (embedded: decoded only at its head and tail, saved by a hard link or a
-kernel copy). Logs that could go wrong at the seams: a log cut across two
-failed cases, a UTF-8 character split between them, one case's log alone (linked), a short
-log (shown whole, nothing saved), random bytes.
+One driver reads the sources: the spool of the case service in the same process (a file here:
+saved by a hard link or a kernel copy), or the same log over HTTP from a daemon in another
+process (sidecar mode: its head and end by Range requests, the whole as one stream). Logs that
+could go wrong at the seams: a log cut across two failed cases, a UTF-8 character split
+between them, one case's log alone (linked), a short log (shown whole, nothing saved), random
+bytes.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from ssebench.core.daemons.native import HttpDaemon
 from ssebench.core.orchestrator import run_test_patch
 from ssebench.core.registry import build_registry
 from ssebench.daemon.task import load_task
-from ssebench.testing.servers import write_task
+from ssebench.testing.servers import serving_app, write_task
 
 # Level 0, the build passes, intent tests fail, so the functional tests run; theirs is the
 # headline's log: every failed case's output, in order.
@@ -43,24 +44,26 @@ def _report(task: Path, log_dir: Path, spool: Path, local: bool) -> str:
 
     loaded = load_task(task, registry.checks)
 
-    async def run() -> str:
-        if local:
-            service = open_service(loaded, registry, 0, spool=spool)
-            try:
-                return await run_test_patch(registry.checks, 0, service, log_dir)
-            finally:
-                service.close()
-        app = create_app(loaded, registry, 0, spool=spool)
-        async with app.router.lifespan_context(app):
-            transport = httpx.ASGITransport(app=app)
-            async with httpx.AsyncClient(transport=transport, base_url="http://daemon") as client:
-                return await run_test_patch(registry.checks, 0, HttpDaemon(client), log_dir)
+    async def embedded() -> str:
+        service = open_service(loaded, registry, 0, spool=spool)
+        try:
+            return await run_test_patch(registry.checks, 0, service, log_dir)
+        finally:
+            service.close()
 
-    return asyncio.run(run())
+    async def sidecar(url: str) -> str:
+        with httpx.Client(base_url=url) as logs:
+            async with httpx.AsyncClient(base_url=url) as client:
+                return await run_test_patch(registry.checks, 0, HttpDaemon(client, logs), log_dir)
+
+    if local:
+        return asyncio.run(embedded())
+    with serving_app(create_app(loaded, registry, 0, spool=spool), log_level="critical") as url:
+        return asyncio.run(sidecar(url))
 
 
 @pytest.mark.parametrize("kind", list(LOGS))
-def test_local_and_streamed_logs_give_one_report(tmp_path: Path, kind: str) -> None:
+def test_a_file_here_and_a_log_over_http_give_one_report(tmp_path: Path, kind: str) -> None:
     cases = ", ".join(f"'''{case}'''" for case in LOGS[kind])
     task = write_task(
         tmp_path / "task",
