@@ -1,4 +1,5 @@
-"""task.toml: what a task's checks run and may read, validated with errors naming file and key."""
+"""task.toml: what a task's checks run and may read, validated once into the `Task` itself, a
+bad file one line naming file and key."""
 
 from __future__ import annotations
 
@@ -7,42 +8,149 @@ import os
 import re
 import tomllib
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import ValidationError
+from pydantic import Field, PrivateAttr, ValidationError, WrapValidator, model_validator
 
 from ssebench.core.check import Check
 from ssebench.core.errors import ConfigError
+from ssebench.daemon.checktable import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
+from ssebench.daemon.checktable import Files, Paths, TaskCheck, as_limits, task_checks
 from ssebench.daemon.confine.policy import Limits
-from ssebench.daemon.taskfile import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
-from ssebench.daemon.taskfile import TaskCheck, TaskFile
-from ssebench.daemon.taskpaths import Fail, check_references, named_task_paths, path_error
-from ssebench.daemon.tomlrules import Context, first_problem
+from ssebench.daemon.protect import globs
+from ssebench.daemon.taskpaths import (
+    covered,
+    missing,
+    named_paths,
+    path_error,
+    readable_paths,
+    resolve,
+    writable_paths,
+)
+from ssebench.daemon.tomlrules import (
+    Context,
+    Table,
+    at,
+    env_table,
+    must,
+    one_line,
+    problem,
+    then,
+    variable_names,
+)
 
 # What expands in `env` values: these two, as $NAME or ${NAME}; nothing else (no shell runs).
 _FOLDER = re.compile(r"\$(?:(SSE_TASK_DIR|SSE_SOURCE_DIR)\b|\{(SSE_TASK_DIR|SSE_SOURCE_DIR)\})")
+# A Docker image reference: never empty, never read as a flag of `docker run` (no leading -).
+IMAGE = r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]*$"
 
 
-@dataclass(frozen=True)
-class Task:
-    """A loaded task.toml. Task files (`files`) are kept as their paths name them, symbolic
-    links unresolved: cases name them by those paths, and a link inside a declared folder is
-    part of it (a venv's bin/python)."""
+def _source(raw: str, context: Context) -> Path:
+    path = context["path"]
+    source, exists = resolve(path.parent, raw)
+    why = None if exists else missing(raw, source, context)
+    if why is not None and context["image"] is not None and raw.startswith("/"):
+        raise problem(why.replace("no such file or folder", "no such folder"))
+    if why is not None or (exists and not source.is_dir()):
+        raise problem(f"{source} is not a directory")
+    if path.parent == source or source in path.parents:
+        # The agent edits the source tree: it would hold the task's withheld files too.
+        raise problem(f"{source} holds the task folder; the task must lie outside it")
+    return source
 
-    path: Path  # the task.toml
-    source: Path
-    checks: dict[str, TaskCheck]
-    files: tuple[Path, ...] = ()  # task files every case may read
-    env: dict[str, str] = field(default_factory=dict)  # added to every case's environment
-    network: bool = False  # cases may reach the host network (TCP)
-    readable: tuple[Path, ...] = ()  # system paths beyond the usual ones a toolchain needs
-    limits: Limits = field(default_factory=Limits)
-    image: str | None = None  # the task's environment under `grade --backend docker`
-    pass_env: tuple[str, ...] = ()  # names of the daemon's environment a case may see
-    protected: tuple[str, ...] = ()  # tree paths (gitignore globs) a grade puts back as shipped
-    writable: tuple[Path, ...] = ()  # folders outside the tree cases may write (/out)
+
+class Task(Table):
+    """A task.toml, validated: what its checks run and may read. Task files (`files`) are kept
+    as their paths name them, symbolic links unresolved: cases name them by those paths, and a
+    link inside a declared folder is part of it (a venv's bin/python). Where the file is
+    (`path`) is no key of it: the validation context gives it."""
+
+    by_name = True
+    source: Annotated[
+        Path,
+        then(Annotated[str, Field(min_length=1)], "must be the path of the source tree", _source),
+    ] = Field(
+        None,
+        validate_default=True,
+        description="the tree the agent edits; relative paths are from this file's folder",
+    )
+    checks: Annotated[
+        dict[str, TaskCheck],
+        then(dict[str, object], "must be a table of check tables", task_checks),
+    ] = Field(default_factory=dict, description="`[checks.<key>]`: the checks the task has")
+    files: Files = ()  # task files every case may read
+    network: bool = Field(False, description="cases may use the network (and sockets) of the host")
+    image: (
+        Annotated[
+            str,
+            Field(pattern=IMAGE),
+            must('must be a Docker image name, e.g. "debian:12"', got=True),
+        ]
+        | None
+    ) = Field(None, description="the task's environment under `grade --backend docker`")
+    env: Annotated[dict[str, str], WrapValidator(env_table)] = Field(
+        default_factory=dict,
+        description="added to every case's environment; $SSE_TASK_DIR and $SSE_SOURCE_DIR expand",
+    )
+    readable: Annotated[
+        tuple[Path, ...], then(Paths, "must be a list of absolute paths", readable_paths)
+    ] = Field((), description="system paths outside the usual ones a toolchain needs")
+    writable: Annotated[
+        tuple[Path, ...], then(Paths, "must be a list of absolute paths of folders", writable_paths)
+    ] = Field((), description="folders outside the tree that cases may write (in-image builds)")
+    pass_env: Annotated[
+        tuple[str, ...], then(list[str], "must be a list of variable names", variable_names)
+    ] = Field((), description="names of the daemon's environment a case may see (default: none)")
+    protected: Annotated[
+        tuple[str, ...],
+        then(Paths, "must be a list of paths of the source tree", lambda r, _: globs(r, problem)),
+    ] = Field((), description="tree paths a graded patch cannot change (gitignore-style globs)")
+    limits: Annotated[
+        Limits,
+        then(dict[str, object], "must be a table, e.g. { processes = 4096, memory_mb = 16384 }",
+             as_limits),
+    ] = Field(default_factory=Limits, description="what one case may use")  # fmt: skip
+    _path: Path = PrivateAttr()
+
+    def model_post_init(self, context: Any, /) -> None:
+        self._path = context["path"]  # what validation knows that the file does not say
+
+    @model_validator(mode="after")
+    def _reads_what_it_names(self) -> Task:
+        """Every task path a command names, as `$SSE_TASK_DIR/<path>` or by the task folder's
+        own path, must be a file its cases may read: a PoC that cannot open its input would
+        otherwise pass as "no longer triggers". A path in `env` must be in some check's files
+        at least."""
+        folder, source = self.directory, self.source
+        for key, table in self.checks.items():
+            for index, command in enumerate(table.cases):
+                for shown, named in named_paths(folder, source, command):
+                    if not covered(named, (*self.files, *table.files)):
+                        raise at(("checks", key), f"case {index} names {shown}, which is in "
+                                 "neither this check's files nor the top-level files")  # fmt: skip
+        every = (*self.files, *(path for table in self.checks.values() for path in table.files))
+        for name, value in self.env.items():
+            for shown, named in named_paths(folder, source, value, by_path=False):
+                if not covered(named, every):
+                    raise at(("env", name), f"names {shown}, which is in neither a check's "
+                             "files nor the top-level files")  # fmt: skip
+        return self
+
+    @model_validator(mode="after")
+    def _writes_beside_the_tree(self) -> Task:
+        """A writable folder is neither the source tree, in it, nor above it: the tree is the
+        runner copy's, which the cases write already."""
+        for folder in self.writable:
+            real = Path(os.path.realpath(folder))
+            if real == self.source or self.source in real.parents or real in self.source.parents:
+                raise at(("writable",), f"{folder}: is the source tree, in it or above it")
+        return self
+
+    @property
+    def path(self) -> Path:
+        """The task.toml."""
+        return self._path
 
     @property
     def directory(self) -> Path:
@@ -61,9 +169,8 @@ class Task:
     def named_files(self, command: str) -> tuple[str, ...]:
         """The task files `command` names that exist, where they lead: its case's user must
         read each of them."""
-        return tuple(
-            os.path.realpath(path) for path in named_task_paths(self, command) if _there(path)
-        )
+        named = named_paths(self.directory, self.source, command)
+        return tuple(os.path.realpath(path) for _, path in named if _there(path))
 
     def moved(self, directory: Path) -> Task:
         """This task read from a copy of its folder at `directory`: every path in the folder
@@ -77,9 +184,9 @@ class Task:
             key: dataclasses.replace(table, files=tuple(map(move, table.files)))
             for key, table in self.checks.items()
         }
-        return dataclasses.replace(
-            self, path=move(self.path), checks=checks, files=tuple(map(move, self.files))
-        )
+        moved = self.model_copy(update={"checks": checks, "files": tuple(map(move, self.files))})
+        moved._path = move(self.path)
+        return moved
 
     def granted(self, enabled: Iterable[Check]) -> tuple[Path, ...]:
         """The task files cases may read while these checks are enabled."""
@@ -132,38 +239,6 @@ def load_task(
     context = Context(path=path, checks={c.key: c for c in checks}, image=image,
                       for_image=for_image)  # fmt: skip
     try:
-        found = TaskFile.model_validate(raw, context=context)
+        return Task.model_validate(raw, context=context)
     except ValidationError as exc:
-        problem = first_problem(exc, by_name=True)
-        raise _fail(path)(".".join(map(str, problem.where)), problem.text) from None
-    loaded = Task(
-        path,
-        found.source,
-        found.checks,
-        found.files,
-        found.env,
-        found.network,
-        found.readable,
-        found.limits.limits(),
-        found.image,
-        tuple(found.pass_env),
-        found.protected,
-        found.writable,
-    )
-    check_references(loaded, _fail(path))
-    _check_writable(loaded, _fail(path))
-    return loaded
-
-
-def _check_writable(task: Task, fail: Fail) -> None:
-    """A writable folder is neither the source tree, in it, nor above it: the tree is the
-    runner copy's, which the cases write already."""
-    source = task.source
-    for folder in task.writable:
-        real = Path(os.path.realpath(folder))
-        if real == source or source in real.parents or real in source.parents:
-            raise fail("writable", f"{folder}: is the source tree, in it or above it")
-
-
-def _fail(path: Path) -> Fail:
-    return lambda key, problem: ConfigError(f"{path}: {key}: {problem}")
+        raise one_line(path, exc) from None

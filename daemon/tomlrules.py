@@ -1,6 +1,7 @@
-"""The rules of task.toml's models, in our words: a wrong table is one `Problem` (the keys that
-lead to it, and what), never pydantic's own wording. Validators that read the file system get
-the task file's path and the installed checks as the validation `Context`."""
+"""The rules of task.toml's models: each wrong value is one pydantic error in our words, and a
+bad file is one line, its table's first problem (an unknown key of a table before anything else
+in it). Validators that read the file system get the task file's path and the installed checks
+as the validation `Context`."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import math
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypedDict, cast
+from typing import Any, ClassVar, TypedDict, cast
 
 from pydantic import (
     BaseModel,
@@ -18,13 +19,15 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     WrapValidator,
+    model_validator,
 )
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from ssebench.core.check import Check
 from ssebench.core.errors import ConfigError, plain_error
 
 Where = tuple[str | int, ...]
-UNKNOWN = ("extra_forbidden", "unexpected_keyword_argument")  # of a model, of a dataclass
+OURS = "task_toml"  # the error type of every message a rule of ours writes
 
 
 class Context(TypedDict):
@@ -38,29 +41,59 @@ class Context(TypedDict):
     for_image: bool
 
 
-class Problem(ValueError):
-    """The one thing wrong with a table: the keys below it that lead there, and what."""
-
-    def __init__(self, where: Where, text: str) -> None:
-        super().__init__(text)
-        self.where, self.text = where, text
+def problem(text: str) -> PydanticCustomError:
+    """What is wrong with the value being validated, as written (pydantic fills in only the
+    `{names}` of a context, and we give none)."""
+    return PydanticCustomError(OURS, text)
 
 
-def first_problem(
-    exc: ValidationError, unknown: str = "unknown key", by_name: bool = False
-) -> Problem:
-    """The problem a table reports: an unknown key first (in file order, or `by_name`), else
-    the first of its keys' problems, in key order."""
+def at(where: Where, text: str) -> ValidationError:
+    """A problem at keys below the value being validated (`env.NAME`, `cases.0`): pydantic puts
+    the keys it walked itself in front of them."""
+    return ValidationError.from_exception_data(
+        OURS, [InitErrorDetails(type=problem(text), loc=where, input=None)]
+    )
+
+
+def below(where: Where, exc: ValidationError) -> ValidationError:
+    """A table's one problem under the keys a validator walked by hand (a check's key, a case's
+    index), which pydantic cannot put in front of it."""
+    error = exc.errors()[0]
+    return at((*where, *error["loc"]), error["msg"])
+
+
+class Table(BaseModel):
+    """A table of task.toml: unknown keys refused, values as TOML gives them, and one problem
+    reported, its first (what `unknown` and `by_name` say of its unknown keys)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    unknown: ClassVar[str] = "unknown key"
+    by_name: ClassVar[bool] = False  # the first unknown key by name, not in file order
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _one_problem(cls, data: object, handler: Callable[[object], Table]) -> Table:
+        try:
+            return handler(data)
+        except ValidationError as exc:
+            raise first_of(exc, cls.unknown, by_name=cls.by_name) from None
+
+
+def first_of(exc: ValidationError, unknown: str, *, by_name: bool = False) -> ValidationError:
+    """The problem a table reports: an unknown key first (in file order, or `by_name`), else the
+    first of its keys' problems, in key order, in our words."""
     errors = exc.errors()
-    extra = [error for error in errors if error["type"] in UNKNOWN]
+    extra = [error for error in errors if error["type"] == "extra_forbidden"]
     if extra:
-        first = min(extra, key=lambda e: str(e["loc"])) if by_name else extra[0]
-        return Problem(first["loc"], unknown)
-    first = errors[0]
-    found = first.get("ctx", {}).get("error")
-    if isinstance(found, Problem):
-        return Problem((*first["loc"], *found.where), found.text)
-    return Problem(first["loc"], plain_error(first))
+        found = min(extra, key=lambda e: str(e["loc"])) if by_name else extra[0]
+        return at(found["loc"], unknown)
+    return at(errors[0]["loc"], plain_error(errors[0]))
+
+
+def one_line(path: Path, exc: ValidationError) -> ConfigError:
+    """A bad task file as the user reads it: the file, the keys to the problem, the problem."""
+    error = exc.errors()[0]
+    return ConfigError(f"{path}: {'.'.join(map(str, error['loc']))}: {error['msg']}")
 
 
 def must(phrase: str, got: bool = False) -> WrapValidator:
@@ -70,26 +103,7 @@ def must(phrase: str, got: bool = False) -> WrapValidator:
         try:
             return handler(value)
         except ValidationError:
-            raise Problem((), f"{phrase} (got {value!r})" if got else phrase) from None
-
-    return WrapValidator(wrap)
-
-
-def table(not_a_table: str, unknown: str, wrong: str) -> WrapValidator:
-    """A table within a table: its first problem, named from its own key; any wrong value of
-    one of its keys reads as `wrong`."""
-
-    def wrap(value: object, handler: Callable[[object], object]) -> object:
-        if not isinstance(value, dict):
-            raise Problem((), not_a_table)
-        try:
-            return handler(value)
-        except ValidationError as exc:
-            found = first_problem(exc, unknown)
-            if found.text == unknown:
-                raise found from None
-            key = found.where[0]
-            raise Problem((key,), f"{wrong} (got {value[key]!r})") from None
+            raise problem(f"{phrase} (got {value!r})" if got else phrase) from None
 
     return WrapValidator(wrap)
 
@@ -103,53 +117,42 @@ def then(raw: Any, phrase: str, convert: Callable[[Any, Context], Any]) -> Plain
         try:
             given = adapter.validate_python(value)
         except ValidationError:
-            raise Problem((), phrase) from None
+            raise problem(phrase) from None
         return convert(given, cast(Context, info.context))
 
     return PlainValidator(validate, json_schema_input_type=raw)
 
 
-def fail(text: str) -> ConfigError:
-    """taskpaths' `fail`: the problem, at the key being validated."""
-    raise Problem((), text)
-
-
-class Table(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
-
 def seconds(value: object, handler: Callable[[object], object]) -> object:
     """A time limit: a finite number of seconds above 0."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise Problem((), f"must be a number of seconds (got {value!r})")
+        raise problem(f"must be a number of seconds (got {value!r})")
     if not math.isfinite(value):
-        raise Problem((), f"must be a finite number of seconds (got {value!r})")
+        raise problem(f"must be a finite number of seconds (got {value!r})")
     if value <= 0:
-        raise Problem((), f"must be greater than 0 (got {value!r})")
+        raise problem(f"must be greater than 0 (got {value!r})")
     return handler(value)
 
 
 def env_table(value: object, handler: Callable[[object], object]) -> object:
     """`env`: names of variables and their string values, none of them ssebench's own."""
     if not isinstance(value, dict):
-        raise Problem((), 'must be a table of NAME = "value"')
+        raise problem('must be a table of NAME = "value"')
     for name, text in value.items():
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) or not isinstance(text, str):
-            raise Problem((name,), "must be a variable name with a string value")
+            raise at((name,), "must be a variable name with a string value")
         if "\0" in text:
-            raise Problem((name,), "must not contain a NUL character")
+            raise at((name,), "must not contain a NUL character")
         if name.startswith("SSE_"):
-            raise Problem((name,), "SSE_ variables are ssebench's own")
+            raise at((name,), "SSE_ variables are ssebench's own")
     return handler(value)
 
 
-def variable_names(value: object, handler: Callable[[object], object]) -> object:
+def variable_names(raw: list[str], context: Context) -> tuple[str, ...]:
     """`pass_env`: names of the daemon's variables, none of them ssebench's own settings."""
-    if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
-        raise Problem((), "must be a list of variable names")
-    for name in value:
+    for name in raw:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-            raise Problem((), f"{name!r} is not a variable name")
+            raise problem(f"{name!r} is not a variable name")
         if name.startswith("SSE_") or name == "MCP_LOG_DIR":
-            raise Problem((), f"{name}: ssebench's own settings never reach a case")
-    return handler(value)
+            raise problem(f"{name}: ssebench's own settings never reach a case")
+    return tuple(raw)

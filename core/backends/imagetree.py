@@ -12,7 +12,6 @@ renamed). Copies unused for a day go, as bundles do.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import secrets
 import shutil
@@ -80,4 +79,4 @@ def on_this_machine(task: Task, docker: str, ident: str, cache: Path) -> Task:
     if task.image is None or task.source.is_dir():
         return task
     tree = image_tree(docker, task.image, ident, task.source, cache)
-    return dataclasses.replace(task, source=tree)
+    return task.model_copy(update={"source": tree})

@@ -19,8 +19,7 @@ from ssebench.daemon.guard import make_folder, remove_folder
 from ssebench.daemon.protect import unmatched_globs
 from ssebench.daemon.runnercopy import RunnerCopy
 from ssebench.daemon.scratch import copy_tree, patched_copy, read_patch
-from ssebench.daemon.task import Task, load_task
-from ssebench.daemon.taskfile import IMAGE
+from ssebench.daemon.task import IMAGE, Task, load_task
 
 __all__ = [
     "IMAGE",

@@ -13,13 +13,14 @@
   core/daemons asks what kind of daemon it holds; the tail rule's parts are named in
   core/logs.py only, where one function applies them, called from one driver, which the
   orchestrator alone calls.
+- No import circle between any two modules of the package: dependencies go one way.
 Each rule is also shown to find what it forbids, so it cannot pass by finding nothing.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,6 +34,15 @@ CORE_FORBIDDEN = ("pydantic", "httpx", "starlette", "uvicorn", "fastmcp", "mcp")
 LOG_RULE = "core/logs.py"
 RULE_PARTS = ("WORD_LIMIT", "LINE_LIMIT", "BYTE_LIMIT", "tail", "nth_newline_from_end",
               "fitting_start", "wire_size", "decode_end", "_tail_of")  # fmt: skip
+PACKAGE = ("core", "daemon", "plugins", "testing")  # ssebench.core, ssebench.daemon, ...
+# Import circles left for another change to undo, each with why it is here; an entry no longer
+# found must go (the test says so).
+ALLOWED_CIRCLES = {
+    frozenset({"ssebench.daemon.confine.choice", "ssebench.daemon.confine.probe"}): (
+        "choice imports probe lazily to probe a mechanism, probe imports choice's "
+        "`confinement`: the trusted core's own, left to the change that owns daemon/confine"
+    ),
+}
 
 
 def sources(*folders: str) -> Iterator[tuple[str, ast.Module]]:
@@ -261,3 +271,80 @@ def test_the_case_supervisor_loads_no_pydantic_at_run_time() -> None:
     )
     done = subprocess.run([sys.executable, "-I", "-c", probe], capture_output=True, text=True)
     assert (done.returncode, done.stdout) == (0, "[]\n"), done.stderr
+
+
+def module_name(name: str) -> str:
+    """The module a source file of the package is: core/x/y.py is ssebench.core.x.y."""
+    parts = Path(name).with_suffix("").parts
+    return ".".join(("ssebench", *(parts[:-1] if parts[-1] == "__init__" else parts)))
+
+
+def imported(name: str, tree: ast.Module, known: set[str]) -> set[str]:
+    """The modules of `known` that the file `name` imports anywhere: at the top, in a function
+    (lazily) or for the type checker only. Each counts: a lazy import hides a circle from the
+    interpreter, not from a reader, and task ↔ taskpaths was a circle of types only."""
+    module = module_name(name)
+    package = module if name.endswith("__init__.py") else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from the package, up one more for each further dot
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*up, *([base] if base else [])])
+            found |= {f"{base}.{a.name}" if f"{base}.{a.name}" in known else base
+                      for a in node.names}  # fmt: skip
+    return (found & known) - {module}
+
+
+def import_graph(files: Iterable[tuple[str, ast.Module]]) -> dict[str, set[str]]:
+    trees = dict(files)
+    known = {module_name(name) for name in trees}
+    return {module_name(name): imported(name, tree, known) for name, tree in trees.items()}
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The modules that import each other, directly or through others, each circle sorted."""
+
+    def reach(start: str) -> set[str]:
+        seen: set[str] = set()
+        todo = [start]
+        while todo:
+            for module in graph.get(todo.pop(), set()) - seen:
+                seen.add(module)
+                todo.append(module)
+        return seen
+
+    reached = {module: reach(module) for module in graph}
+    found = {frozenset(m for m in reached[start] if start in reached[m])
+             for start in graph if start in reached[start]}  # fmt: skip
+    return sorted(sorted(circle) for circle in found)
+
+
+def test_no_import_circle_between_any_two_modules() -> None:
+    found = {frozenset(circle) for circle in circles(import_graph(sources(*PACKAGE)))}
+    assert sorted(sorted(circle) for circle in found - ALLOWED_CIRCLES.keys()) == []
+    assert ALLOWED_CIRCLES.keys() - found == set()  # fixed since: remove its entry
+
+
+def test_the_circle_rule_finds_what_it_forbids() -> None:
+    """Module-level, lazy and type-only imports, absolute and relative, all close a circle."""
+    planted = [
+        ("daemon/__init__.py", ast.parse("")),
+        ("daemon/a.py", ast.parse("from ssebench.daemon.b import f\n")),
+        ("daemon/b.py", ast.parse("def f():\n    from ssebench.daemon import c\n")),
+        ("daemon/c.py", ast.parse("if TYPE_CHECKING:\n    from ssebench.daemon.a import A\n")),
+        ("core/d.py", ast.parse("from .e import x\nimport ssebench.daemon.a\n")),
+        ("core/e.py", ast.parse("from . import d\n")),
+        ("core/f.py", ast.parse("from ssebench.core.d import x\nimport os\n")),
+    ]
+    graph = import_graph(planted)
+    assert graph["ssebench.daemon.b"] == {"ssebench.daemon.c"}
+    assert graph["ssebench.core.d"] == {"ssebench.core.e", "ssebench.daemon.a"}
+    assert graph["ssebench.core.f"] == {"ssebench.core.d"}
+    assert circles(graph) == [
+        ["ssebench.core.d", "ssebench.core.e"],
+        ["ssebench.daemon.a", "ssebench.daemon.b", "ssebench.daemon.c"],
+    ]

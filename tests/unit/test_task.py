@@ -9,7 +9,7 @@ import pytest
 from ssebench.core.errors import ConfigError
 from ssebench.core.registry import build_registry
 from ssebench.daemon.confine.policy import Limits
-from ssebench.daemon.task import DEFAULT_TIMEOUT, Task, find_task_file, load_task
+from ssebench.daemon.task import DEFAULT_TIMEOUT, find_task_file, load_task
 from ssebench.plugins.poc import PocOptions, TriggeredIf
 
 CHECKS = build_registry().checks
@@ -100,9 +100,41 @@ def test_defaults(tmp_path: Path) -> None:
 
 def test_a_task_without_checks_has_none(tmp_path: Path) -> None:
     path = _write(tmp_path, 'source = "src"\n')
-    assert load_task(path, CHECKS) == Task(
-        path=path.resolve(), source=(tmp_path / "src").resolve(), checks={}
+    task = load_task(path, CHECKS)
+    assert (task.path, task.source, task.checks) == (
+        path.resolve(),
+        (tmp_path / "src").resolve(),
+        {},
     )
+    assert (task.files, task.env, task.network, task.readable, task.writable) == (
+        (),
+        {},
+        False,
+        (),
+        (),
+    )
+    assert (task.limits, task.image, task.pass_env, task.protected) == (Limits(), None, (), ())
+
+
+def test_a_task_read_from_a_copy_of_its_folder(tmp_path: Path) -> None:
+    """A read-only task folder is read from a copy (daemon/cases.py): what lies in the folder
+    moves there, the source tree and what lies outside stay; the task itself is unchanged."""
+    tmp_path = tmp_path.resolve()
+    outside, folder, copy = tmp_path / "outside", tmp_path / "task", tmp_path / "copy"
+    outside.mkdir()
+    folder.mkdir()
+    text = f'source = "{outside}"\nfiles = ["pocs"]\n[checks.intent]\nfiles = ["{outside}"]\n'
+    task = load_task(_write(folder, text + 'run = "t"\n'), CHECKS)
+    moved = task.moved(copy)
+    assert (moved.path, moved.directory, moved.files) == (
+        copy / "task.toml",
+        copy,
+        (copy / "pocs",),
+    )
+    assert (moved.source, moved.checks["intent"].files) == (outside, (outside,))
+    assert (task.path, task.files) == (folder / "task.toml", (folder / "pocs",))
+    tree = moved.model_copy(update={"source": tmp_path})  # as imagetree.py makes one
+    assert (tree.path, tree.source, tree.files) == (moved.path, tmp_path, moved.files)
 
 
 def test_task_given_as_folder_or_file(tmp_path: Path) -> None:
@@ -488,9 +520,10 @@ def test_an_image_that_is_no_image_name_is_one_line(tmp_path: Path, image: str, 
 
 def test_the_models_forbid_unknown_keys_and_speak_our_words(tmp_path: Path) -> None:
     """Each one-line message is ours, never pydantic's ("Input should be ...")."""
-    from ssebench.daemon.taskfile import CheckTable, TaskFile
+    from ssebench.daemon.checktable import CheckTable
+    from ssebench.daemon.task import Task
 
-    assert CheckTable.model_config["extra"] == TaskFile.model_config["extra"] == "forbid"
+    assert CheckTable.model_config["extra"] == Task.model_config["extra"] == "forbid"
     for text in ['source = "src"\nnetwork = 1\n', 'source = "src"\n[checks.build]\nrun = 1\n',
                  'source = "src"\nlimits = { processes = "x" }\n', "source = []\n"]:  # fmt: skip
         message = _error(tmp_path, text)

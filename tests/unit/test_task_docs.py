@@ -10,14 +10,15 @@ import pytest
 from pydantic import BaseModel
 
 from ssebench.core.skeleton import TASK_TOML
-from ssebench.daemon.taskfile import CheckTable, LimitsTable, TaskFile
+from ssebench.daemon.checktable import CheckTable, LimitsTable
+from ssebench.daemon.task import Task
 from ssebench.plugins.poc import TriggeredIf
 
 PAGE = (Path(__file__).resolve().parents[2] / "docs" / "tasks.md").read_text(encoding="utf-8")
 DOCUMENTED = set(re.findall(r"^\| `([a-z_]+)` \|", PAGE, re.M))
 
 
-@pytest.mark.parametrize("table", [TaskFile, CheckTable, TriggeredIf])
+@pytest.mark.parametrize("table", [Task, CheckTable, TriggeredIf])
 def test_every_key_the_loader_takes_has_a_row(table: type[BaseModel]) -> None:
     assert set(table.model_fields) - {"checks"} <= DOCUMENTED
 
@@ -29,5 +30,5 @@ def test_every_limit_is_in_the_pages_example_and_the_skeletons() -> None:
 
 
 def test_the_skeleton_shows_every_top_level_key() -> None:
-    for key in set(TaskFile.model_fields) - {"checks"}:
+    for key in set(Task.model_fields) - {"checks"}:
         assert re.search(rf"^(# )?{key} = ", TASK_TOML, re.M), key
