@@ -40,39 +40,39 @@ class Basis(Record):
     daemon_api: str = "auto"
 
 
-class GradePatchRequest(Record):
-    """`grade --task --patch`: the patch on a pristine copy, here or in the task's image."""
+class VerdictRequest(Record):
+    """A request that a verdict answers (a grade's, a validation's): its basis, the folder
+    where its cases' logs are kept (None: nowhere), and whether its progress goes unsaid."""
 
-    command: Literal["grade --patch"] = "grade --patch"
     basis: Basis
-    patch: Path
     logs: Path | None = None
-    backend: str = "local"
-    every_case: bool = False
     quiet: bool = False
 
 
-class GradeFreshRequest(Record):
+class GradePatchRequest(VerdictRequest):
+    """`grade --task --patch`: the patch on a pristine copy, here or in the task's image."""
+
+    command: Literal["grade --patch"] = "grade --patch"
+    patch: Path
+    backend: str = "local"
+    every_case: bool = False
+
+
+class GradeFreshRequest(VerdictRequest):
     """`grade --fresh-container`: the tree where it is, in the fresh container of the task's
     image that the grade owns (what `--backend docker` starts)."""
 
     command: Literal["grade --fresh-container"] = "grade --fresh-container"
-    basis: Basis
-    logs: Path | None = None
     every_case: bool = False
-    quiet: bool = False
 
 
-class ValidateRequest(Record):
+class ValidateRequest(VerdictRequest):
     """`validate --task --fix`: is the task sound, here or in its image."""
 
     command: Literal["validate --fix"] = "validate --fix"
-    basis: Basis
     fix: Path
-    logs: Path | None = None
     backend: str = "local"
     runs: int = 1
-    quiet: bool = False
 
 
 class ServeRequest(Record):
