@@ -24,9 +24,13 @@ from ssebench.core.orchestrator import Progress
 from ssebench.core.verdicts import PatchGrade, dump
 
 CONTAINER_MARKS = ("/.dockerenv", "/run/.containerenv")  # Docker's, Podman's
-# The flags of a benchmark run (grade --tasks), by their names in the parsed arguments.
-RUN_FLAGS = {"predictions": "--predictions", "out": "--out", "jobs": "-j", "shard": "--shard",
-             "timeout": "--timeout"}  # fmt: skip
+_RUN_FLAGS = {  # the flags of a benchmark run (grade --tasks)
+    "predictions": "--predictions",
+    "out": "--out",
+    "jobs": "-j",
+    "shard": "--shard",
+    "timeout": "--timeout",
+}
 
 
 def cmd_grade(args: argparse.Namespace, root: Root) -> int:
@@ -35,7 +39,7 @@ def cmd_grade(args: argparse.Namespace, root: Root) -> int:
         from ssebench.core.cli.batchrun import grade_run
 
         return grade_run(args, root)
-    given = [flag for name, flag in RUN_FLAGS.items() if getattr(args, name) is not None]
+    given = [flag for name, flag in _RUN_FLAGS.items() if getattr(args, name) is not None]
     if given:
         raise ConfigError(f"{given[0]} grades a benchmark run: use it with --tasks DIR")
     if args.fresh_container:
