@@ -29,9 +29,10 @@ import httpx
 from _common import CALL_TIMEOUT, alternate, machine, median, parser, run, scratch, table, verdict
 
 from ssebench.core.check import CheckOutcome, Status
+from ssebench.core.cli.requests import Basis
+from ssebench.core.cli.root import Root
 from ssebench.core.daemons.native import HttpDaemon
 from ssebench.core.orchestrator import run_test_patch, view_failed_log
-from ssebench.core.registry import build_registry
 from ssebench.testing.calls import tool_text
 from ssebench.testing.procs import kill_all, proc_status
 from ssebench.testing.servers import (
@@ -113,7 +114,7 @@ def where_it_goes(url: str, pairs: int, printed: Path, scratch: Path) -> dict[st
     and end, the whole streamed into a saved file), and that stream alone; curl fetching the
     log and cat copying it, for scale."""
     times: dict[str, list[float]] = {}
-    build = build_registry().by_key("build")
+    build = Root(Basis()).registry.by_key("build")
     assert build is not None
 
     def timed(name: str, started: float) -> None:

@@ -37,7 +37,7 @@ async def measure(tmp: Path, rounds: int) -> dict[str, list[float]]:
     times: dict[str, list[float]] = {kind: [] for kind in [*kinds, "bare bash -c true"]}
     try:
         for name, each in cases.items():  # start every supervisor before timing anything
-            await each.run("true", "build", timeout=30, log_path=tmp / f"{name}.log")
+            await each.sync_and_run("true", "build", timeout=30, log_path=tmp / f"{name}.log")
         for index in range(rounds):
             order = kinds[index % len(kinds) :] + kinds[: index % len(kinds)]
             for kind in order:

@@ -1,24 +1,24 @@
 """A benchmark run: every prediction graded on a pristine copy, each by its own process.
 
-Each grade is an `ssebench grade --task --patch` process of its own, so a crash or a hung grade
-takes no other down and each has its own daemon; `jobs` of them run at once, each within
-`timeout` seconds. What a grade leaves goes to `OUT/<model>/<task>/`: `result.json` (the grade
-JSON and what it was graded with, written whole or not at all), `patch.diff` (what was graded),
-`logs/<check key>-<case index>.log` (every case that ran) and `grade.log` (the grade's own
-stderr: progress, and the cause of an error). A rerun reuses a result.json only when it was
-graded with this prediction's model, patch and task and this ssebench (`graded_with`), and
-grades again otherwise; a folder holding another model's verdict is an error, never a shared
-verdict. An error (a bad line, an unknown task, a grade that ended without a verdict) writes
-no result.json, so a rerun tries it again. An empty patch (`null` or `""`) is unresolved and not
-graded: no check runs and nothing is written. A verdict is flagged when its result.json lists
-`signals` (what a reviewer should look at); one without the key is not.
+Each grade is a process of its own, asked by a typed request to grade as `ssebench grade --task
+--patch` does (core/cli/child.py), so a crash or a hung grade takes no other down and each has
+its own daemon; `jobs` of them run at once, each within `timeout` seconds. Each answers with
+one `Ended` record on stdout (core/ended.py): its verdict, or why it has none. What a grade
+leaves goes to `OUT/<model>/<task>/`: `result.json` (the grade JSON and what it was graded with,
+written whole or not at all), `patch.diff` (what was graded), `logs/<check key>-<case
+index>.log` (every case that ran) and `grade.log` (the grade's own stderr: progress, and the
+cause of an error, for a reader: the run reads the record). A rerun reuses a result.json only
+when it was graded with this prediction's model, patch and task and this ssebench
+(`graded_with`), and grades again otherwise; a folder holding another model's verdict is an
+error, never a shared verdict. An error (a bad line, an unknown task, a grade that ended without
+a verdict) writes no result.json, so a rerun tries it again. An empty patch (`null` or `""`) is
+unresolved and not graded: no check runs and nothing is written. A verdict is flagged when its
+result.json lists `signals` (what a reviewer should look at); one without the key is not.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
 import re
 import shutil
 import signal
@@ -29,14 +29,18 @@ from pathlib import Path
 from typing import Any
 
 from ssebench.core.digests import sha256, ssebench_version, task_sha256
+from ssebench.core.ended import read_ended, why_no_verdict
 from ssebench.core.predictions import BadLine, Prediction
 from ssebench.core.stopping import stop_subprocess
-from ssebench.core.verdicts import GradedWith, dump, read_saved, write_json
+from ssebench.core.verdicts import GradedWith, PatchGrade, dump, read_saved, write_json
 
 RESULT, PATCH, LOGS, GRADE_LOG = "result.json", "patch.diff", "logs", "grade.log"
 GRADED_WITH = "graded_with"
 STOP_SECONDS = 10.0  # a grade told to stop (Ctrl+C) gets this long to clean up, then SIGKILL
 RESOLVED, UNRESOLVED, ERROR = "resolved", "unresolved", "error"
+# What grades one prediction: the request, as its grade process takes it, to grade the patch
+# file on the task folder with its logs in the folder given.
+Request = Callable[[Path, Path, Path], str]
 TIMED_OUT = "no verdict within --timeout {:g} s: the grade was stopped, its cases killed"
 # The run's own files, beside the models' folders: its summary and its page, whole or a shard's.
 RUN_FILE = re.compile(r"(summary(-[0-9]+-of-[0-9]+)?\.json|index(-[0-9]+-of-[0-9]+)?\.html)")
@@ -72,17 +76,6 @@ def _judged(item: Prediction, result: dict[str, Any], **more: Any) -> Graded:
     kinds = [signal.get("kind") for signal in listed if isinstance(signal, dict)]
     flagged = tuple(dict.fromkeys(str(kind) for kind in kinds))
     return Graded(item, RESOLVED if result["resolved"] else UNRESOLVED, flagged=flagged, **more)
-
-
-def error_line(grade_log: Path) -> str:
-    """The grade's last `ssebench: error:` line, else its last line: why it gave no verdict."""
-    try:
-        lines = grade_log.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return "no stderr"
-    errors = [line for line in lines if line.startswith("ssebench: error: ")]
-    last = errors[-1] if errors else next((x for x in reversed(lines) if x.strip()), "no stderr")
-    return last.removeprefix("ssebench: error: ").strip()
 
 
 async def _stop(proc: asyncio.subprocess.Process) -> None:
@@ -123,39 +116,32 @@ async def grade_one(
     tasks: Path,
     out: Path,
     command: Sequence[str],
-    options: Sequence[str] = (),
+    request: Request,
     *,
     timeout: float | None = None,
     graded_with: GradedWith | None = None,
 ) -> Graded:
-    """Grade one prediction by `command grade --task --patch [options]` (`command` is how to
-    run ssebench); its verdict, and its files under `out`, the verdict with `graded_with`."""
+    """Grade one prediction by `command REQUEST` (`command` is how to run ssebench's child,
+    `request` what it is asked); its verdict, and its files under `out`, the verdict with
+    `graded_with`."""
     folder = out / prediction.folder
-    task = tasks / prediction.task
     started = time.monotonic()
     shutil.rmtree(folder / LOGS, ignore_errors=True)  # an earlier attempt's, which gave no verdict
     folder.mkdir(parents=True, exist_ok=True)
     patch = folder / PATCH
     patch.write_bytes(prediction.patch_bytes)
-    args = ["grade", "--task", str(task), "--patch", str(patch), "--logs", str(folder / LOGS)]
-    code, output = await run_child([*command, *args, *options], folder / GRADE_LOG, timeout)
+    asked = request(tasks / prediction.task, patch, folder / LOGS)
+    code, output = await run_child([*command, asked], folder / GRADE_LOG, timeout)
     seconds = time.monotonic() - started
-    result = None
-    with contextlib.suppress(ValueError):
-        result = json.loads(output)
-    if code in (0, 1) and isinstance(result, dict) and isinstance(result.get("resolved"), bool):
+    if code is None:
+        return Graded(prediction, ERROR, TIMED_OUT.format(timeout), seconds=seconds)
+    ended = read_ended(PatchGrade, output)
+    if code in (0, 1) and ended is not None and ended.verdict is not None:
+        result = dump(ended.verdict)
         saved = {**result, GRADED_WITH: None if graded_with is None else dump(graded_with)}
         write_json(folder / RESULT, saved)
         return _judged(prediction, result, seconds=seconds)
-    if code is None:
-        error = TIMED_OUT.format(timeout)
-    elif code in (0, 1):
-        error = f"exit status {code} but no verdict on stdout"
-    elif code < 0:
-        error = f"killed by signal {-code}"
-    else:
-        error = f"exit status {code}: {error_line(folder / GRADE_LOG)}"
-    return Graded(prediction, ERROR, error, seconds=seconds)
+    return Graded(prediction, ERROR, why_no_verdict(code, ended), seconds=seconds)
 
 
 def _earlier(item: Prediction, out: Path, graded_with: GradedWith) -> Graded | str | None:
@@ -229,7 +215,7 @@ async def grade_all(
     *,
     jobs: int = 1,
     command: Sequence[str],
-    options: Sequence[str] = (),
+    request: Request,
     timeout: float | None = None,
     grader: Callable[[Path], str | None] = lambda folder: "locally, confined",
     on_graded: Callable[[Graded], None] = lambda graded: None,
@@ -246,7 +232,7 @@ async def grade_all(
         if isinstance(earlier, Graded):
             return earlier
         graded = await grade_one(
-            item, tasks, out, command, options, timeout=timeout, graded_with=record
+            item, tasks, out, command, request, timeout=timeout, graded_with=record
         )
         return replace(graded, again=earlier)
 

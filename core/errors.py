@@ -1,7 +1,8 @@
 """The errors that cross layers, in one place so no layer imports another's machinery to raise one.
 
 Each maps to one outcome the user sees: a ConfigError or PluginError is one line and exit
-status 2; a DaemonError is the spec's internal-failure text (exit status 3 on the command line).
+status 2; a DaemonError is the spec's internal-failure text (exit status 3 on the command line);
+a NoVerdict is its own exit status, its cause already said.
 """
 
 from __future__ import annotations
@@ -24,6 +25,16 @@ class PatchError(Exception):
 
 class DaemonError(Exception):
     """Testing itself failed (the daemon unreachable, a malformed answer): not the patch's fault."""
+
+
+class NoVerdict(Exception):
+    """A grade or a validation that ended without a verdict, its cause said on stderr already:
+    the exit status it ends with, and the cause in one line (what a parent ssebench records)."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
 
 
 # What pydantic's error types mean for someone writing a task.toml or a variable, in our words

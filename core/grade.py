@@ -56,37 +56,31 @@ def grade_json(outcome: Outcome) -> dict[str, Any]:
     return dump(Grade(resolved=resolved, checks=_checks(outcome)))
 
 
-def patched_grade_json(
+def patched_grade(
     outcome: Outcome | None,
     patch_error: str | None,
     reverted: Sequence[str] = (),
     signals: Sequence[Signal] = (),
-) -> dict[str, Any]:
+) -> PatchGrade:
     """A grade of a patch: whether it applied, the protected paths put back and the signals,
     between the verdict and the checks. A patch that does not apply runs no check and is
     unresolved."""
     checks = _checks(outcome) if outcome is not None else []
     resolved = outcome is not None and all(o.status is Status.PASSED for o in outcome.outcomes)
-    return dump(
-        PatchGrade(
-            resolved=patch_error is None and resolved,
-            patch=Applied(applied=patch_error is None, error=patch_error),
-            protected=Protected(reverted=sorted(reverted)),
-            signals=list(signals),
-            checks=checks,
-        )
+    return PatchGrade(
+        resolved=patch_error is None and resolved,
+        patch=Applied(applied=patch_error is None, error=patch_error),
+        protected=Protected(reverted=sorted(reverted)),
+        signals=list(signals),
+        checks=checks,
     )
 
 
-def reviewed(
-    answer: dict[str, Any], reverted: Sequence[str], signals: Sequence[Signal]
-) -> dict[str, Any]:
+def reviewed(grade: PatchGrade, reverted: Sequence[str], signals: Sequence[Signal]) -> PatchGrade:
     """A grade made elsewhere (in a task's image, on a copy put back here) with what this
     machine put back and found."""
-    return dump(
-        PatchGrade.model_validate(
-            {**answer, "protected": {"reverted": sorted(reverted)}, "signals": list(signals)}
-        )
+    return grade.model_copy(
+        update={"protected": Protected(reverted=sorted(reverted)), "signals": list(signals)}
     )
 
 

@@ -12,13 +12,16 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from ssebench.core.errors import ConfigError, plain_error
 from ssebench.core.levels import LevelError, parse_level
 
-# --daemon-api: "ssebench" is the public ssebench project's daemon API (its task containers),
-# "upstream" another name for it; "native" is this package's own daemon (`ssebench daemon`,
-# /v1); "auto" probes for either.
-DAEMON_APIS = ("auto", "ssebench", "upstream", "native")
+# --daemon-api: "upstream" is the daemon of the public ssebench project's task containers
+# (docs/upstream.md), "native" this package's own daemon (`ssebench daemon`, /v1), "auto" probes
+# for either. "ssebench" is upstream's old name, still taken (the command line says so).
+DAEMON_APIS = ("auto", "upstream", "native", "ssebench")
+DAEMON_API_CHOICES = DAEMON_APIS[:3]  # what --help offers
+OLD_DAEMON_API = "ssebench"
 DAEMON_API_HELP = (
-    "the daemon's API: ssebench (alias upstream) for the daemon of ssebench task containers, "
-    "native for `ssebench daemon`; default auto, whichever answers"
+    "the daemon's API: upstream for the daemon of the public ssebench project's task containers "
+    "(ssebench, its old name, is still taken), native for `ssebench daemon`; default auto, "
+    "whichever answers"
 )
 
 

@@ -94,7 +94,7 @@ class _Finder:
     def paths(self) -> list[str]:
         return [p for p in dict.fromkeys((self.diff.old, self.diff.new)) if p is not None]
 
-    def run(self) -> list[Signal]:
+    def find(self) -> list[Signal]:
         self.protected_edit()
         self.autoload()
         test_file = any(self.is_check_file(p) for p in self.paths())
@@ -254,4 +254,4 @@ class _Finder:
 def find_signals(patch: bytes, watch: Watch) -> list[Signal]:
     """Every signal of `patch`, file by file in the patch's order, line by line in each."""
     rules = Ignore.of(watch.protected)
-    return [s for diff in parse_patch(patch) for s in _Finder(diff, watch, rules).run()]
+    return [s for diff in parse_patch(patch) for s in _Finder(diff, watch, rules).find()]

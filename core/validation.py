@@ -164,23 +164,26 @@ def validation_table(validation: Validation) -> str:
 
 
 def validation_json(validation: Validation) -> dict[str, Any]:
-    return dump(
-        verdicts.Validation(
-            sound=validation.sound,
-            runs=validation.runs,
-            fix=verdicts.Fix(applied=validation.fix_error is None, error=validation.fix_error),
-            problems=list(validation.problems),
-            flaky=list(validation.flaky),
-            warnings=list(validation.warnings),
-            cases=[
-                verdicts.CaseVerdicts(
-                    check=row.check.key,
-                    name=row.check.name,
-                    index=row.index,
-                    as_shipped=list(row.shipped),
-                    with_fix=list(row.fixed),
-                )
-                for row in validation.cases
-            ],
-        )
+    return dump(validation_record(validation))
+
+
+def validation_record(validation: Validation) -> verdicts.Validation:
+    """`validate --json`'s model (what a dataset's validation hands its parent, too)."""
+    return verdicts.Validation(
+        sound=validation.sound,
+        runs=validation.runs,
+        fix=verdicts.Fix(applied=validation.fix_error is None, error=validation.fix_error),
+        problems=list(validation.problems),
+        flaky=list(validation.flaky),
+        warnings=list(validation.warnings),
+        cases=[
+            verdicts.CaseVerdicts(
+                check=row.check.key,
+                name=row.check.name,
+                index=row.index,
+                as_shipped=list(row.shipped),
+                with_fix=list(row.fixed),
+            )
+            for row in validation.cases
+        ],
     )

@@ -85,7 +85,7 @@ def routes(service: CaseService) -> list[Route]:
         # ASCII digits only: str.isdigit() also takes "²" (which int() refuses) and "١".
         if not _INDEX.fullmatch(raw):
             return _error(404, f"no case {raw} of {check.name}")
-        return await _run_until_gone(request, service.run(key, int(raw)))
+        return await _run_until_gone(request, service.run_and_judge(key, int(raw)))
 
     async def other(request: Request) -> Response:
         """Anything else under a check: still 403 when withheld, so no route probes it."""

@@ -190,7 +190,9 @@ class Cases:
         grants = self.writable.grants
         return policy_for(self.task, check, self.tree, hidden=self.hidden, writable=grants)
 
-    async def run(self, command: str, check: str, *, timeout: float, log_path: Path) -> CaseEnd:
+    async def sync_and_run(
+        self, command: str, check: str, *, timeout: float, log_path: Path
+    ) -> CaseEnd:
         """`command` as a case of `check`, on the runner copy brought up to date first.
         RunnerError when it cannot run (the copy cannot be synced, the case cannot start)."""
         try:

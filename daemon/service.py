@@ -104,7 +104,7 @@ class CaseService:
             raise Withheld(f"{check.name}: not available at difficulty level {self.level}")
         return check
 
-    async def run(self, key: str, index: int) -> CaseRun:
+    async def run_and_judge(self, key: str, index: int) -> CaseRun:
         """Case `index` of check `key` on the tree as it is now, judged. NotFound, Withheld;
         RunnerError when the command could not be started at all."""
         check = self.check(key)
@@ -113,7 +113,7 @@ class CaseService:
             raise NotFound(f"no case {index} of {check.name}")
         async with self.lock:
             log_id, log_path = self._new_log(key, index)
-            end = await self.cases.run(
+            end = await self.cases.sync_and_run(
                 table.cases[index], key, timeout=table.timeout, log_path=log_path
             )
             run = CaseRun(
@@ -177,7 +177,7 @@ class CaseService:
 
     async def run_case(self, check: Check, index: int) -> CaseRun:
         try:
-            run = await self.run(check.key, index)
+            run = await self.run_and_judge(check.key, index)
         except RunnerError as exc:
             raise DaemonError(str(exc)) from exc
         # As the wire would give it: the daemon's own paths and options stay in the daemon.

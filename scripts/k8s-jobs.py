@@ -29,9 +29,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from ssebench.core.cli.requests import Basis
+from ssebench.core.cli.root import Root
 from ssebench.core.errors import ConfigError
 from ssebench.core.predictions import Prediction, read_predictions
-from ssebench.core.registry import build_registry
 from ssebench.daemon.task import load_task
 
 BOOT = "/opt/ssebench/site/ssebench/core/backends/boot.py"
@@ -47,7 +48,7 @@ GRADE = (
 def by_image(tasks: Path, predictions: Path) -> tuple[dict[str, list[int]], int]:
     """Each image's prediction numbers, and how many predictions (bad lines too) the file has."""
     items = read_predictions(predictions)
-    checks = build_registry().checks
+    checks = Root(Basis()).registry.checks
     images: dict[str, list[int]] = defaultdict(list)
     for item in items:
         if isinstance(item, Prediction) and (tasks / item.task).is_dir():

@@ -8,8 +8,3 @@ BACKEND_HELP = (
     "where each patch is graded: local (default), on this machine; docker, in a fresh container "
     "of the task's image (task.toml's image)"
 )
-
-
-def isolation_flags(name: str) -> list[str]:
-    """The flags that ask another grade for the isolation named `name` ("none": unconfined)."""
-    return ["--no-isolation"] if name == "none" else ["--isolation", name]

@@ -14,8 +14,9 @@ the task's `python3`. The grade runs in it as a child, for two reasons:
 - What the grade wrote in the host's folders (the logs, the graded tree its cases built in) is
   handed to the host's user afterwards, who reads it and removes it.
 
-Usage: python3 -I boot.py UID:GID FOLDER... -- ssebench's arguments (a FOLDER may be "").
-Standard library only: this runs before ssebench can be imported.
+Usage: python3 -I boot.py UID:GID FOLDER... -- ssebench's arguments (a FOLDER may be ""); or
+FOLDER... --request REQUEST, what another ssebench asks of this one (core/cli/requests.py:
+a grade's, as JSON). Standard library only: this runs before ssebench can be imported.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ import sysconfig
 import threading
 
 SITE, ABI = "/opt/ssebench/site", "/opt/ssebench/abi"
+REQUEST = "--request"  # then ssebench's child entry runs, not its command line
+ENTRIES = {"--": "ssebench.core.cli", REQUEST: "ssebench.core.cli.child"}
 VENV = "/opt/ssebench-venv"
 EXIT_HOST_GONE = 137
 
@@ -78,11 +81,12 @@ def _hand_over(top: str, owner: str) -> None:
 
 
 def main(argv: list[str]) -> int:
-    assert "--" in argv, "usage: boot.py UID:GID FOLDER... -- ARGS"
-    owner, *folders = argv[: argv.index("--")]
-    args = argv[argv.index("--") + 1 :]
+    ends = [index for index, arg in enumerate(argv) if arg in ENTRIES]
+    assert ends, "usage: boot.py UID:GID FOLDER... -- ARGS (or --request REQUEST)"
+    owner, *folders = argv[: ends[0]]
+    args = argv[ends[0] + 1 :]
     python = make_venv()
-    argv = [python, "-I", "-m", "ssebench.core.cli", *args]
+    argv = [python, "-I", "-m", ENTRIES[argv[ends[0]]], *args]
     lifeline = stat.S_ISFIFO(os.fstat(sys.stdin.fileno()).st_mode)
     # The lifeline is ours alone; without one, stdin is the command's (an agent's, say).
     child = subprocess.Popen(argv, stdin=subprocess.DEVNULL if lifeline else None)

@@ -7,16 +7,15 @@ seccomp profile and capabilities, no network, the task folder read-only at its p
 ssebench read-only (bundle.py), and the patched copy and the logs folder writable: the copy at
 the tree's own path (`source`), where scripts that name it (OSS-Fuzz's build scripts name
 /src/<project>) find it. The container is the copy: inside, on the image's python3, ssebench
-grades that tree where it is (`grade --fresh-container`), confined as on a host (Landlock: the
-default profile forbids the namespaces bubblewrap needs). It prints the grade JSON, which the
-host prints as a local grade does. `--init`, `--rm` and boot.py's lifeline see
-that a container never outlives the grade that started it.
+grades that tree where it is (asked by a typed request: `grade --fresh-container`), confined as
+on a host (Landlock: the default profile forbids the namespaces bubblewrap needs). It writes its
+verdict, or why it has none, as one `Ended` record on stdout (core/ended.py), which the host
+reads with the model. `--init`, `--rm` and boot.py's lifeline see that a container never
+outlives the grade that started it.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 import secrets
 import shutil
@@ -24,16 +23,21 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from ssebench.core.backends import abi, isolation_flags
+from ssebench.core.backends import abi
 from ssebench.core.backends.abi import last_line
-from ssebench.core.backends.boot import ABI, SITE
+from ssebench.core.backends.boot import ABI, REQUEST, SITE
 from ssebench.core.backends.bundle import cache_dir, ensure_bundle
 from ssebench.core.backends.imagetree import on_this_machine
 from ssebench.core.daemons.local import Task, patched_copy
-from ssebench.core.errors import ConfigError
+from ssebench.core.ended import read_ended
+from ssebench.core.errors import ConfigError, NoVerdict
 from ssebench.core.stopping import stop_process
+from ssebench.core.verdicts import PatchGrade
+
+if TYPE_CHECKING:
+    from ssebench.core.cli.requests import GradeFreshRequest
 
 BOOT = f"{SITE}/ssebench/core/backends/boot.py"
 ANSWER_SECONDS = 60.0  # docker's own answers: version, inspect
@@ -107,24 +111,19 @@ def in_image(task: Task) -> InImage:
     return InImage(task, docker, ident, bundle.site, compiled, here)
 
 
-def grade_patch(
+def grade_in_image(
     graded: InImage,
     patch: bytes | None,
+    request: GradeFreshRequest,
     *,
-    logs: Path | None,
-    isolation: str,
-    quiet: bool,
     reverted: list[str] | None = None,
-    every_case: bool = False,
-) -> dict[str, Any] | int:
-    """The grade JSON of `patch` (None: the tree as shipped) on the task, graded in its image;
-    or the exit status of a grade that gave none (its reason is on stderr). PatchError when the
-    patch does not apply. The protected paths are put back here (added to `reverted`); the
-    patched copy is the container's tree, at the tree's own path, as the container's grade
-    takes it (`--fresh-container`); `every_case`: PoCs do not stop at the first (validate's)."""
-    task = graded.task
-    # Docker mounts absolute paths only; a relative --logs (a run's --out) is from our folder.
-    logs = logs.resolve() if logs is not None else None
+) -> PatchGrade:
+    """The verdict of `patch` (None: the tree as shipped) on the task, graded in its image by
+    `request` (its logs folder absolute: Docker mounts those only). PatchError when the patch
+    does not apply; NoVerdict when the grade gave none (its cause is on stderr). The protected
+    paths are put back here (added to `reverted`); the patched copy is the container's tree,
+    at the tree's own path, where the container's grade takes it."""
+    task, logs = graded.task, request.logs
     with patched_copy(graded.here, patch, reverted) as copy:
         if logs is not None:
             logs.mkdir(parents=True, exist_ok=True)
@@ -135,16 +134,11 @@ def grade_patch(
             (graded.compiled, Path(ABI), True),
             *([(logs, logs, False)] if logs is not None else []),
         ]
-        grade = ["grade", "--task", str(task.path), "--fresh-container"]
-        grade += ["--every-case"] if every_case else []
-        grade += ["--logs", str(logs)] if logs is not None else []
-        grade += isolation_flags(isolation)
-        grade += ["--quiet"] if quiet else []
         # What the container's cases wrote here is given back to us, to read or remove.
         owner = f"{os.getuid()}:{os.getgid()}"
         argv = [*_run_flags(graded.docker, mounts), graded.ident, "-I", BOOT, owner, str(copy)]
-        argv += [str(logs or ""), "--"]
-        return _answer(_run(graded.docker, [*argv, *grade]), str(task.image))
+        argv += [str(logs or ""), REQUEST, request.model_dump_json()]
+        return _verdict(*_run(graded.docker, argv), str(task.image))
 
 
 def _mount(source: Path, target: Path, readonly: bool) -> str:
@@ -181,17 +175,15 @@ def _run(docker: str, argv: list[str]) -> tuple[int, bytes]:
         stop_process(proc, STOP_SECONDS, signum=None, before_kill=kill_container)
 
 
-def _answer(done: tuple[int, bytes], image: str) -> dict[str, Any] | int:
-    code, output = done
-    with contextlib.suppress(ValueError):
-        result = json.loads(output)
-        if code in (0, 1) and isinstance(result, dict) and isinstance(result.get("resolved"), bool):
-            return result
-    if code in _CONTAINER_NOT_RUN:
-        why = _CONTAINER_NOT_RUN[code]
-        print(f"ssebench: error: {image}: {why} (exit status {code})", file=sys.stderr)
-        return EXIT_INTERNAL
-    if code in (0, 1):
-        print(f"ssebench: error: the grade in {image} gave no verdict", file=sys.stderr)
-        return EXIT_INTERNAL
-    return code  # the grade inside said why (2 a task's or a setting's error, 3 an internal one)
+def _verdict(code: int, output: bytes, image: str) -> PatchGrade:
+    ended = read_ended(PatchGrade, output)
+    if ended is not None and ended.verdict is not None:
+        return ended.verdict
+    if ended is not None and ended.error is not None:  # the grade inside said why, on stderr
+        raise NoVerdict(ended.status, ended.error)
+    why = _CONTAINER_NOT_RUN.get(code)
+    error = f"the grade in {image} gave no verdict"
+    if why is not None:
+        error = f"{image}: {why} (exit status {code})"
+    print(f"ssebench: error: {error}", file=sys.stderr)
+    raise NoVerdict(EXIT_INTERNAL, error)

@@ -6,11 +6,14 @@ import argparse
 import logging
 import sys
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from ssebench.core.cli.parser import EXIT_OK, EXIT_USAGE, build_parser
 from ssebench.core.cli.startup import skip_httpx_cli
-from ssebench.core.errors import ConfigError
-from ssebench.core.settings import Settings, load_settings
+from ssebench.core.errors import ConfigError, NoVerdict
+
+if TYPE_CHECKING:
+    from ssebench.core.cli.root import Root
 
 
 class _LevelPrefix(logging.Formatter):
@@ -21,7 +24,15 @@ class _LevelPrefix(logging.Formatter):
         return f"ssebench: {prefix}{super().format(record)}"
 
 
-def _commands() -> dict[str, Callable[[argparse.Namespace], int]]:
+def log_to_stderr() -> None:
+    """Causes of internal failures go to our stderr, never to the agent; library chatter
+    stays out."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_LevelPrefix())
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
+
+
+def _commands() -> dict[str, Callable[[argparse.Namespace, Root], int]]:
     from ssebench.core.cli import evaluate, grading, importing, newtask, serve, validating
 
     return {
@@ -38,17 +49,22 @@ def _commands() -> dict[str, Callable[[argparse.Namespace], int]]:
     }
 
 
-def _check_settings(args: argparse.Namespace) -> Settings:
-    """Every command refuses a bad setting the same way, at start, whether it reads it or not:
-    the environment as it is (a flag that overrides a bad variable leaves the mistake where
-    the next command meets it), then with the flags: the settings the command runs with,
-    read here once (core/cli/root.py hands them on)."""
-    load_settings()
-    return load_settings(
-        SSE_DIFFICULTY=getattr(args, "difficulty", None),
-        SSE_DAEMON_URL=getattr(args, "daemon_url", None),
-        SSE_PROGRESS_INTERVAL=getattr(args, "progress_interval", None),
-    )
+def finish(command: Callable[[], int]) -> int:
+    """Run a command to its exit status: a bad setting, flag or task is one line and 2; a
+    command that gave no verdict ends with its status, its cause said already."""
+    try:
+        return command()
+    except ConfigError as exc:
+        print(f"ssebench: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except NoVerdict as exc:
+        return exc.status
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # The reader (say, `head`) went away; what it did not read is not an error of ours.
+        sys.stderr.close()
+        return EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -58,20 +74,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.command is None:  # asking what there is, as --help does
         parser.print_help()
         sys.exit(EXIT_OK)
-    # Causes of internal failures go to our stderr, never to the agent; library chatter stays out.
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_LevelPrefix())
-    logging.basicConfig(level=logging.WARNING, handlers=[handler])
-    try:
-        args.settings = _check_settings(args)
-        code = _commands()[args.command](args)
-    except ConfigError as exc:
-        print(f"ssebench: error: {exc}", file=sys.stderr)
-        code = EXIT_USAGE
-    except KeyboardInterrupt:
-        code = 130
-    except BrokenPipeError:
-        # The reader (say, `head`) went away; what it did not read is not an error of ours.
-        sys.stderr.close()
-        code = EXIT_OK
-    sys.exit(code)
+    log_to_stderr()
+
+    def command() -> int:
+        from ssebench.core.cli.root import compose
+
+        return _commands()[args.command](args, compose(args))
+
+    sys.exit(finish(command))

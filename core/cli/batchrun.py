@@ -1,5 +1,6 @@
 """`grade --tasks`: a benchmark run's predictions graded, resumably, here or in each task's
-image, each grade a process of its own (core/batch.py); the summary, and a line on a stop."""
+image, each grade a process of its own asked by a typed request (core/batch.py); the summary,
+and a line on a stop."""
 
 from __future__ import annotations
 
@@ -13,11 +14,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ssebench.core.backends import isolation_flags
 from ssebench.core.cli.parser import EXIT_FAILED, EXIT_OK
-from ssebench.core.daemons.local import choose_isolation, load_task
+from ssebench.core.cli.requests import Basis, GradePatchRequest
+from ssebench.core.cli.root import Root
+from ssebench.core.daemons.local import NONE, load_task
 from ssebench.core.errors import ConfigError
-from ssebench.core.registry import build_registry
 
 if TYPE_CHECKING:
     from ssebench.core.batch import Graded
@@ -25,26 +26,26 @@ if TYPE_CHECKING:
 EXIT_TERMINATED, EXIT_INTERRUPTED = 128 + signal.SIGTERM, 128 + signal.SIGINT
 
 
-def run_options(args: argparse.Namespace) -> list[str]:
-    """What each grade of a run is given. Refused here, once, when no mechanism works or Docker
-    does not answer; each grade names its mechanism in its grade.log. In a container the
-    mechanism is chosen there: this machine's may not work inside."""
+def run_basis(args: argparse.Namespace, root: Root) -> Basis:
+    """What each grade (or validation) of a run is built from: this run's settings and the
+    isolation it proved here, once (each names it in its log), or, in the task's image, the
+    isolation asked for, chosen there: this machine's may not work inside. Refused here, once,
+    when no mechanism works or Docker does not answer."""
     if args.backend == "docker":
         from ssebench.core.backends import docker
 
         docker.check_docker(docker.docker_cli())
-        return ["--backend", "docker", *isolation_flags(args.isolation)]
-    pinned = [] if args.case_user is None else ["--case-user", args.case_user]
-    return [*isolation_flags(choose_isolation(args.isolation, args.case_user).name), *pinned]
+        return Basis(settings=root.settings, for_image=True, isolation=root.basis.isolation)
+    return root.basis.model_copy(update={"mechanism": root.mechanism()})
 
 
-def grader_for(backend: str, options: list[str]) -> Callable[[Path], str | None]:
+def grader_for(backend: str, basis: Basis, root: Root) -> Callable[[Path], str | None]:
     """How a task's grades run, as result.json records it (a verdict is reused only when this
     is the same): confined or not and, in Docker, the ID of the task's image, so a verdict
     graded unconfined, or in an image rebuilt under the same tag, is graded again. Which
     mechanism confined it is not part of it: the shards of one run may run on machines that
     confine differently (Landlock in a pod, bubblewrap on the host that merges)."""
-    how = "unconfined" if "--no-isolation" in options else "confined"
+    how = "unconfined" if basis.isolation == NONE else "confined"
     if backend != "docker":
         return lambda folder: f"locally, {how}"
 
@@ -52,7 +53,7 @@ def grader_for(backend: str, options: list[str]) -> Callable[[Path], str | None]
         from ssebench.core.backends import docker
 
         try:
-            task = load_task(folder, build_registry().checks, for_image=True)
+            task = load_task(folder, root.registry.checks, for_image=True)
             if task.image is None:
                 return None
             return f"in image {docker.image_id(docker.docker_cli(), task.image)}, {how}"
@@ -60,6 +61,17 @@ def grader_for(backend: str, options: list[str]) -> Callable[[Path], str | None]
             return None  # the grade says why: nothing to compare with, nothing reused
 
     return in_image
+
+
+def grade_request(basis: Basis, backend: str) -> Callable[[Path, Path, Path], str]:
+    """What each prediction's grade is asked: its patch file on its task, its logs there."""
+
+    def request(task: Path, patch: Path, logs: Path) -> str:
+        one = GradePatchRequest(basis=basis.model_copy(update={"task": task}), patch=patch,
+                                logs=logs, backend=backend)  # fmt: skip
+        return one.model_dump_json()
+
+    return request
 
 
 def _check_run_flags(args: argparse.Namespace) -> None:
@@ -73,10 +85,10 @@ def _check_run_flags(args: argparse.Namespace) -> None:
         raise ConfigError("grading patches needs git (`git apply`); install git")
 
 
-def grade_run(args: argparse.Namespace) -> int:
+def grade_run(args: argparse.Namespace, root: Root) -> int:
     from ssebench.core.batch import ERROR, grade_all
     from ssebench.core.cli.batch_progress import batch_report
-    from ssebench.core.cli.run import SSEBENCH
+    from ssebench.core.cli.run import CHILD
     from ssebench.core.predictions import in_shard, parse_shard, read_predictions
 
     _check_run_flags(args)
@@ -86,7 +98,7 @@ def grade_run(args: argparse.Namespace) -> int:
         args.out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"{args.out}: cannot make the output folder: {exc.strerror}") from None
-    options = run_options(args)
+    basis = run_basis(args, root)
     verdicts = 0  # kept in OUT so far: graded now or reused
 
     async def main() -> list[Graded]:
@@ -105,10 +117,10 @@ def grade_run(args: argparse.Namespace) -> int:
                 args.tasks,
                 args.out,
                 jobs=args.jobs or 1,
-                command=SSEBENCH,
-                options=options,
+                command=CHILD,
+                request=grade_request(basis, args.backend),
                 timeout=args.timeout,
-                grader=grader_for(args.backend, options),
+                grader=grader_for(args.backend, basis, root),
                 on_graded=graded,
             )
 

@@ -1,12 +1,14 @@
 """`validate --tasks DIR --out OUT`: every task of a dataset checked as `validate` checks one, as
 upstream's `dataset verify` does, resumably, like a benchmark run's grading.
 
-Each task is its own `ssebench validate --task --fix --json` process (-j at once), here or in
-its image (`--backend docker`). What each leaves goes to `OUT/<task>/`: `validation.json` (its
-verdict and what it was made from, whole or not at all), `logs/` (every case's output, as
-`validate --logs`) and `validate.log` (its stderr). A rerun reuses a verdict made from the same
-task, fix, runs, ssebench and way of validating, and validates the rest; a task with no verdict
-(no fix, a validate that failed) is tried again. `OUT/summary.json` tallies them.
+Each task is validated by a process of its own (-j at once), asked by a typed request to validate
+as `ssebench validate --task --fix` does (core/cli/child.py), here or in its image (`--backend
+docker`); it answers with one `Ended` record (core/ended.py). What each leaves goes to
+`OUT/<task>/`: `validation.json` (its verdict and what it was made from, whole or not at all),
+`logs/` (every case's output, as `validate --logs`) and `validate.log` (its stderr, for a
+reader). A rerun reuses a verdict made from the same task, fix, runs, ssebench and way of
+validating, and validates the rest; a task with no verdict (no fix, a validate that failed) is
+tried again. `OUT/summary.json` tallies them.
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ssebench.core.batch import error_line, run_child
-from ssebench.core.cli.batchrun import EXIT_INTERRUPTED, EXIT_TERMINATED, grader_for, run_options
+from ssebench.core.batch import run_child
+from ssebench.core.cli.batchrun import EXIT_INTERRUPTED, EXIT_TERMINATED, grader_for, run_basis
 from ssebench.core.cli.parser import EXIT_FAILED, EXIT_OK
+from ssebench.core.cli.requests import ValidateRequest
+from ssebench.core.cli.root import Root
 from ssebench.core.datasetverdicts import (
     ERROR,
     NOT_SOUND,
@@ -34,6 +38,7 @@ from ssebench.core.datasetverdicts import (
     read_validation,
 )
 from ssebench.core.digests import sha256, ssebench_version, task_sha256
+from ssebench.core.ended import read_ended, why_no_verdict
 from ssebench.core.errors import ConfigError
 from ssebench.core.runreport import task_ids
 from ssebench.core.verdicts import Validation, dump, write_json
@@ -60,14 +65,18 @@ def _checked_flags(args: argparse.Namespace) -> str:
     return fix_name
 
 
-def validate_dataset(args: argparse.Namespace) -> int:
-    fix_name = _checked_flags(args)
-    options = [*run_options(args), "--runs", str(args.runs)]
-    how = grader_for(args.backend, options)
-    ids = task_ids(args.tasks)
-    from ssebench.core.cli.run import SSEBENCH
+def validate_dataset(args: argparse.Namespace, root: Root) -> int:
+    from ssebench.core.cli.run import CHILD
 
-    command = [*SSEBENCH, "validate"]
+    fix_name = _checked_flags(args)
+    basis = run_basis(args, root)
+    how = grader_for(args.backend, basis, root)
+    ids = task_ids(args.tasks)
+
+    def child_argv(folder: Path, fix: Path, logs: Path) -> list[str]:
+        one = ValidateRequest(basis=basis.model_copy(update={"task": folder}), fix=fix,
+                              logs=logs, backend=args.backend, runs=args.runs)  # fmt: skip
+        return [*CHILD, one.model_dump_json()]
 
     async def main() -> list[TaskVerdict]:
         current = asyncio.current_task()
@@ -79,7 +88,7 @@ def validate_dataset(args: argparse.Namespace) -> int:
         async def worker() -> None:
             for task in queue:
                 started = time.monotonic()
-                verdict = await _validate(task, args, fix_name, command, options, how)
+                verdict = await _validate(task, args, fix_name, child_argv, how)
                 found[task] = verdict
                 _progress(args, len(found), len(ids), verdict, time.monotonic() - started)
 
@@ -107,8 +116,7 @@ async def _validate(
     task: str,
     args: argparse.Namespace,
     fix_name: str,
-    command: list[str],
-    options: list[str],
+    child_argv: Callable[[Path, Path, Path], list[str]],
     how: Callable[[Path], str | None],
 ) -> TaskVerdict:
     folder, out = args.tasks / task, args.out / task
@@ -131,15 +139,12 @@ async def _validate(
     if saved is not None and usable and saved.validated_with == record:
         return _verdict(task, saved, reused=True)
     out.mkdir(parents=True, exist_ok=True)
-    argv = [*command, "--task", str(folder), "--fix", str(fix), "--json", "--logs", str(out / LOGS)]
-    code, output = await run_child([*argv, *options], out / VALIDATE_LOG, None)
-    try:
-        found = Validation.model_validate_json(output) if code in (0, 1) else None
-    except ValueError:
-        found = None
+    code, output = await run_child(child_argv(folder, fix, out / LOGS), out / VALIDATE_LOG, None)
+    assert code is not None  # no time limit
+    ended = read_ended(Validation, output)
+    found = ended.verdict if code in (0, 1) and ended is not None else None
     if found is None:
-        why = f"exit status {code}: {error_line(out / VALIDATE_LOG)}"
-        return _verdict(task, None, error=why)
+        return _verdict(task, None, error=why_no_verdict(code, ended))
     write_json(out / VALIDATION, {**dump(found), "validated_with": dump(record)})
     return _verdict(task, found)
 

@@ -1,5 +1,6 @@
-"""Testing a tree from the command line: `check` (what test_patch says), `grade` (the evaluator's
-verdict) and `plugins` (which checks there are). No MCP and no port: the daemon runs in-process.
+"""Testing a tree from the command line: `check` (what test_patch says), `grade` in place (the
+evaluator's verdict on the tree as it is, or through a running daemon) and `plugins` (which
+checks there are). No MCP and no port: a task's daemon runs in-process.
 """
 
 from __future__ import annotations
@@ -11,12 +12,10 @@ import sys
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from ssebench.core.cli import root
-from ssebench.core.cli.isolation import announce
 from ssebench.core.cli.parser import EXIT_FAILED, EXIT_INTERNAL, EXIT_OK
-from ssebench.core.errors import ConfigError
+from ssebench.core.cli.root import Root
+from ssebench.core.errors import ConfigError, DaemonError, NoVerdict
 from ssebench.core.orchestrator import Progress
-from ssebench.core.registry import build_registry
 from ssebench.core.report import HEADLINE, INTERNAL_FAILURE, internal_failure
 
 T = TypeVar("T")
@@ -30,8 +29,18 @@ def stderr_progress(quiet: bool, prefix: str = "") -> Progress:
     return progress
 
 
-def run_job(job: Callable[[], Coroutine[Any, Any, T]]) -> T | None:
-    """Run `job`; a failure of testing itself is logged as an internal failure and gives None.
+def failed_testing(cause: BaseException | str) -> NoVerdict:
+    """Testing itself failed: the cause goes to stderr (core/report.py), and the NoVerdict to
+    raise carries it in one line (a bug of ours with its exception's type; its traceback is on
+    stderr)."""
+    internal_failure(cause)
+    plain = isinstance(cause, str | DaemonError)
+    why = cause if plain else f"{type(cause).__name__}: {cause}"
+    return NoVerdict(EXIT_INTERNAL, f"internal testing failure: {why}")
+
+
+def run_job(job: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run `job`; a failure of testing itself is said on stderr and raised as a NoVerdict.
 
     A bad task or setting is still the user's: ConfigError goes on to a one-line error.
     """
@@ -40,23 +49,21 @@ def run_job(job: Callable[[], Coroutine[Any, Any, T]]) -> T | None:
     except ConfigError:
         raise
     except Exception as exc:
-        internal_failure(exc)
-        return None
+        raise failed_testing(exc) from None
 
 
-def cmd_check(args: argparse.Namespace) -> int:
+def cmd_check(args: argparse.Namespace, root: Root) -> int:
     from ssebench.core.daemons.local import log_owner
     from ssebench.core.orchestrator import run_test_patch
 
-    setup = root.setup(args)
-    settings, task = setup.settings, setup.task
+    settings, task = root.settings, root.task
     assert task is not None  # --task is required
-    announce(setup.mechanism, quiet=args.quiet)
+    root.announce(quiet=args.quiet)
 
     async def job() -> str:
-        async with root.open_daemon(setup, settings.difficulty) as daemon:
+        async with root.open_daemon(settings.difficulty) as daemon:
             return await run_test_patch(
-                setup.registry.checks,
+                root.registry.checks,
                 settings.difficulty,
                 daemon,
                 settings.log_dir,
@@ -64,40 +71,40 @@ def cmd_check(args: argparse.Namespace) -> int:
                 log_owner=log_owner(task.source),
             )
 
-    text = run_job(job) or INTERNAL_FAILURE
+    try:
+        text = run_job(job)
+    except NoVerdict:
+        text = INTERNAL_FAILURE
     print(text)
     if text == INTERNAL_FAILURE:
         return EXIT_INTERNAL
     return EXIT_FAILED if text.startswith(f"{HEADLINE} FAILED.") else EXIT_OK
 
 
-def cmd_grade(args: argparse.Namespace) -> int:
+def grade_in_place(args: argparse.Namespace, root: Root) -> int:
+    """`grade --task DIR` (the tree as it is) or `grade --daemon-url URL` (a daemon's tree)."""
     from ssebench.core.check import Outcome
     from ssebench.core.grade import grade_json
     from ssebench.core.orchestrator import run_checks
 
-    setup = root.setup(args)
-    if setup.task is None and setup.settings.daemon_url is None:
+    if root.task is None and root.settings.daemon_url is None:
         raise ConfigError("grade needs --task DIR, or --daemon-url URL for a running daemon")
     progress = stderr_progress(args.quiet)
-    announce(setup.mechanism, quiet=args.quiet)
+    root.announce(quiet=args.quiet)
 
     async def job() -> Outcome:
-        async with root.open_daemon(setup, None, api=args.daemon_api, grading=True) as daemon:
+        async with root.open_daemon(None, grading=True) as daemon:
             return await run_checks(
-                setup.registry.checks, None, daemon, coverage=False, progress=progress
+                root.registry.checks, None, daemon, coverage=False, progress=progress
             )
 
-    outcome = run_job(job)
-    if outcome is None:
-        return EXIT_INTERNAL
-    answer = grade_json(outcome)
+    answer = grade_json(run_job(job))
     print(json.dumps(answer, indent=2))
     return EXIT_OK if answer["resolved"] else EXIT_FAILED
 
 
-def cmd_plugins(args: argparse.Namespace) -> int:
-    registry = build_registry()
+def cmd_plugins(args: argparse.Namespace, root: Root) -> int:
+    registry = root.registry
     print(f"{'order':>5}  {'check':<20} {'key':<12} {'levels':<7} {'precedence':>10}  source")
     for check in registry.checks:
         levels = f"0-{check.max_level}" if check.max_level else "0"

@@ -1,28 +1,27 @@
-"""The evaluator's commands: `grade` (in place, a patch on a pristine copy, or a benchmark
-run's predictions) and `validate` (is a task sound before anyone runs an agent on it)."""
+"""`grade`, the evaluator's verdict, in four modes, each an entry of its own: a benchmark run's
+predictions (`--tasks`, core/cli/batchrun.py), a patch on a pristine copy (`--patch`), the
+tree where it is in a fresh container of the task's image (`--fresh-container`), and the tree
+in place (core/cli/evaluate.py). A patch's and a fresh container's grade run from a typed
+request (core/cli/requests.py), which another ssebench may send instead of the flags."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
-import functools
 import json
 import os
 import re
 import sys
 from pathlib import Path
-from typing import Any
 
 from ssebench.core.check import Outcome
-from ssebench.core.cli import evaluate, root
-from ssebench.core.cli.isolation import announce
-from ssebench.core.cli.parser import EXIT_FAILED, EXIT_INTERNAL, EXIT_OK
-from ssebench.core.cli.root import Setup
-from ssebench.core.daemons.local import Mechanism
+from ssebench.core.cli import evaluate
+from ssebench.core.cli.parser import EXIT_FAILED, EXIT_OK
+from ssebench.core.cli.requests import Basis, GradeFreshRequest, GradePatchRequest
+from ssebench.core.cli.root import Root
 from ssebench.core.errors import ConfigError, PatchError
 from ssebench.core.orchestrator import Progress
-from ssebench.core.report import internal_failure
+from ssebench.core.verdicts import PatchGrade, dump
 
 CONTAINER_MARKS = ("/.dockerenv", "/run/.containerenv")  # Docker's, Podman's
 _RUN_FLAGS = {  # the flags of a benchmark run (grade --tasks)
@@ -34,35 +33,107 @@ _RUN_FLAGS = {  # the flags of a benchmark run (grade --tasks)
 }
 
 
-def cmd_grade(args: argparse.Namespace) -> int:
+def cmd_grade(args: argparse.Namespace, root: Root) -> int:
+    """The mode the flags ask for; a flag of another mode is one line."""
     if args.tasks is not None:
         from ssebench.core.cli.batchrun import grade_run
 
-        return grade_run(args)
+        return grade_run(args, root)
     given = [flag for name, flag in _RUN_FLAGS.items() if getattr(args, name) is not None]
     if given:
         raise ConfigError(f"{given[0]} grades a benchmark run: use it with --tasks DIR")
     if args.fresh_container:
-        return _grade_fresh(args)
+        return printed(grade_fresh(root, fresh_request(args, root)))
     if args.patch is not None:
-        return _grade_patch(args)
+        return printed(grade_patch(root, patch_request(args, root)))
     if args.logs is not None:
         raise ConfigError("--logs saves the logs of a patch's grade: use it with --patch FILE")
     if args.every_case:
         raise ConfigError("--every-case grades a patch: use it with --patch FILE")
     if args.backend != "local":
         raise ConfigError("--backend grades a patch on a copy: use it with --patch FILE or --tasks")
-    return evaluate.cmd_grade(args)
+    return evaluate.grade_in_place(args, root)
 
 
-@functools.cache
-def _announce_once(mechanism: Mechanism, quiet: bool) -> None:
-    """Name the mechanism before the first case runs: a patch that does not apply runs none."""
-    announce(mechanism, quiet=quiet)
+def printed(verdict: PatchGrade) -> int:
+    """The verdict on stdout, as the evaluator reads it; exit 0 when resolved."""
+    print(json.dumps(dump(verdict), indent=2))
+    return EXIT_OK if verdict.resolved else EXIT_FAILED
+
+
+def patch_request(args: argparse.Namespace, root: Root) -> GradePatchRequest:
+    if args.task is None:
+        raise ConfigError("--patch grades a pristine copy of a task: use it with --task DIR")
+    return GradePatchRequest(
+        basis=root.basis, patch=args.patch, logs=args.logs, backend=args.backend,
+        every_case=args.every_case, quiet=args.quiet,
+    )  # fmt: skip
+
+
+def fresh_request(args: argparse.Namespace, root: Root) -> GradeFreshRequest:
+    if args.task is None or args.patch is not None or args.backend != "local":
+        raise ConfigError(
+            "--fresh-container grades the task's tree where it is, in a fresh container of "
+            "its image (--backend docker starts one): use it with --task DIR alone"
+        )
+    return GradeFreshRequest(
+        basis=root.basis, logs=args.logs, every_case=args.every_case, quiet=args.quiet
+    )
+
+
+def grade_patch(root: Root, request: GradePatchRequest) -> PatchGrade:
+    """The patch's verdict on a pristine copy of the task's tree, here or in its image. A patch
+    that does not apply is unresolved; a grade that gave no verdict raises NoVerdict."""
+    from ssebench.core.daemons.local import read_patch
+    from ssebench.core.grade import patched_grade, reviewed
+    from ssebench.core.signals import find_signals
+    from ssebench.core.watch import watch_for
+
+    task = root.task
+    assert task is not None
+    here = task
+    patch = read_patch(request.patch)
+    logs = logs_folder(request.logs)
+    if request.backend == "docker":
+        from ssebench.core.backends import docker
+
+        graded = docker.in_image(task)
+        here = graded.here  # its tree as this machine reads it
+    signals = find_signals(patch, watch_for(here))  # read as data: before anything runs
+    reverted: list[str] = []
+    try:
+        if request.backend == "docker":
+            container = in_container(root, logs, every_case=request.every_case,
+                                     quiet=request.quiet)  # fmt: skip
+            verdict = docker.grade_in_image(graded, patch, container, reverted=reverted)
+        else:
+            root.mechanism()  # refused in one line before a copy is made
+            progress = evaluate.stderr_progress(request.quiet)
+            outcome = run_on_copy(
+                root, patch, progress, quiet=request.quiet, logs=logs, reverted=reverted,
+                every_case=request.every_case,
+            )  # fmt: skip
+            verdict = patched_grade(outcome, None)
+    except PatchError as exc:
+        print(f"ssebench: the patch does not apply: {exc}", file=sys.stderr)
+        verdict = patched_grade(None, str(exc))
+    return reviewed(verdict, reverted, signals)
+
+
+def in_container(
+    root: Root, logs: Path | None, *, every_case: bool, quiet: bool
+) -> GradeFreshRequest:
+    """What the grade in a fresh container of the task's image is asked: the task as the image
+    has it, the isolation asked for, chosen there (this machine's may not work inside), the
+    container's own settings, and the logs where Docker mounts them (absolute paths only)."""
+    assert root.task is not None
+    basis = Basis(task=root.task.path, isolation=root.basis.isolation)
+    logs = logs.resolve() if logs is not None else None
+    return GradeFreshRequest(basis=basis, logs=logs, every_case=every_case, quiet=quiet)
 
 
 def run_on_copy(
-    setup: Setup,
+    root: Root,
     patch: bytes | None,
     progress: Progress,
     *,
@@ -70,31 +141,31 @@ def run_on_copy(
     every_case: bool = False,
     logs: Path | None = None,
     reverted: list[str] | None = None,
-) -> Outcome | None:
-    """Every check the setup's task has, on a scratch copy of its source with `patch` applied
-    (None: as shipped) and its protected paths put back (added to `reverted`), its cases
-    confined as the setup says; in a fresh container (`setup.fresh_container`), on the tree
-    where it is. PatchError when it does not apply; None after an internal failure."""
+    fresh_container: bool = False,
+) -> Outcome:
+    """Every check the root's task has, on a scratch copy of its source with `patch` applied
+    (None: as shipped) and its protected paths put back (added to `reverted`); in a fresh
+    container (`fresh_container`), on the tree where it is. PatchError when it does not apply;
+    NoVerdict after an internal failure."""
     from ssebench.core.daemons.local import patched_copy
     from ssebench.core.grade import save_logs
     from ssebench.core.orchestrator import run_checks
 
-    assert setup.task is not None
+    task = root.task
+    assert task is not None
     graded = (
-        contextlib.nullcontext(setup.task.source)
-        if setup.fresh_container
-        else patched_copy(setup.task, patch, reverted)
+        contextlib.nullcontext(task.source)
+        if fresh_container
+        else patched_copy(task, patch, reverted)
     )
     try:
         with graded as copy:
-            if setup.mechanism is not None:
-                _announce_once(setup.mechanism, quiet)
-            on_copy = dataclasses.replace(setup, tree=copy)
+            root.announce(quiet=quiet)
 
             async def job() -> Outcome:
-                async with root.open_daemon(on_copy, None) as daemon:
+                async with root.open_daemon(None, tree=copy, take_over=fresh_container) as daemon:
                     outcome = await run_checks(
-                        setup.registry.checks,
+                        root.registry.checks,
                         None,
                         daemon,
                         coverage=False,
@@ -107,8 +178,8 @@ def run_on_copy(
 
             return evaluate.run_job(job)
     except OSError as exc:  # the copy itself: a full disk, say
-        internal_failure(f"cannot make a scratch copy of {setup.task.source}: {exc}")
-        return None
+        why = f"cannot make a scratch copy of {task.source}: {exc}"
+        raise evaluate.failed_testing(why) from None
 
 
 def logs_folder(path: Path | None) -> Path | None:
@@ -127,56 +198,6 @@ def logs_folder(path: Path | None) -> Path | None:
     return path
 
 
-def _grade_patch(args: argparse.Namespace) -> int:
-    from ssebench.core.daemons.local import read_patch
-    from ssebench.core.grade import patched_grade_json, reviewed
-    from ssebench.core.signals import find_signals
-    from ssebench.core.watch import watch_for
-
-    if args.task is None:
-        raise ConfigError("--patch grades a pristine copy of a task: use it with --task DIR")
-    setup = root.setup(args, confine=False)
-    assert setup.task is not None
-    patch = read_patch(args.patch)
-    args.logs = logs_folder(args.logs)
-    here = setup.task
-    if args.backend == "docker":
-        from ssebench.core.backends import docker
-
-        graded = docker.in_image(setup.task)
-        here = graded.here  # its tree as this machine reads it
-    signals = find_signals(patch, watch_for(here))  # read as data: before anything runs
-    reverted: list[str] = []
-    try:
-        if args.backend == "docker":
-            answer = docker.grade_patch(graded, patch, logs=args.logs, isolation=args.isolation,
-                                        quiet=args.quiet, reverted=reverted)  # fmt: skip
-        else:
-            answer = _local_grade(setup, patch, args, reverted)
-    except PatchError as exc:
-        print(f"ssebench: the patch does not apply: {exc}", file=sys.stderr)
-        answer = patched_grade_json(None, str(exc))
-    if isinstance(answer, int):
-        return answer
-    answer = reviewed(answer, reverted, signals)
-    print(json.dumps(answer, indent=2))
-    return EXIT_OK if answer["resolved"] else EXIT_FAILED
-
-
-def _local_grade(
-    setup: Setup, patch: bytes, args: argparse.Namespace, reverted: list[str]
-) -> dict[str, Any] | int:
-    from ssebench.core.grade import patched_grade_json
-
-    setup = root.confined(setup, args.isolation)
-    progress = evaluate.stderr_progress(args.quiet)
-    outcome = run_on_copy(
-        setup, patch, progress, quiet=args.quiet, logs=args.logs, reverted=reverted,
-        every_case=args.every_case,
-    )  # fmt: skip
-    return EXIT_INTERNAL if outcome is None else patched_grade_json(outcome, None)
-
-
 def _mount_point(path: Path) -> bool:
     """Whether `path` is where something is mounted (a bind mount of the same file system
     too, which a look at st_dev would miss), as /proc/self/mountinfo lists them."""
@@ -189,35 +210,27 @@ def _mount_point(path: Path) -> bool:
     return os.path.realpath(path) in points
 
 
-def _grade_fresh(args: argparse.Namespace) -> int:
+def grade_fresh(root: Root, request: GradeFreshRequest) -> PatchGrade:
     """The grade inside a fresh container of the task's image (what --backend docker starts):
     the tree where it is, already patched, the container and its writable folders ours."""
-    from ssebench.core.grade import patched_grade_json
+    from ssebench.core.grade import patched_grade
 
-    if args.task is None or args.patch is not None or args.backend != "local":
-        raise ConfigError(
-            "--fresh-container grades the task's tree where it is, in a fresh container of "
-            "its image (--backend docker starts one): use it with --task DIR alone"
-        )
-    setup = root.setup(args, confine=False)
-    assert setup.task is not None
+    task = root.task
+    assert task is not None
     # It hands the tree and the writable folders to the case user: never a machine's own, so
     # only in a container, on a tree mounted there as --backend docker mounts it.
     if not any(os.path.exists(mark) for mark in CONTAINER_MARKS):
         raise ConfigError("--fresh-container: this is no container (no /.dockerenv)")
-    if not _mount_point(setup.task.source):
+    if not _mount_point(task.source):
         raise ConfigError(
-            f"--fresh-container: the task's tree {setup.task.source} is no mount of its own, as "
+            f"--fresh-container: the task's tree {task.source} is no mount of its own, as "
             "--backend docker mounts the tree it grades: this grade would take it over"
         )
-    logs = logs_folder(args.logs)
-    setup = dataclasses.replace(root.confined(setup, args.isolation), fresh_container=True)
-    progress = evaluate.stderr_progress(args.quiet)
+    logs = logs_folder(request.logs)
+    root.mechanism()
+    progress = evaluate.stderr_progress(request.quiet)
     outcome = run_on_copy(
-        setup, None, progress, quiet=args.quiet, every_case=args.every_case, logs=logs
-    )
-    if outcome is None:
-        return EXIT_INTERNAL
-    answer = patched_grade_json(outcome, None)
-    print(json.dumps(answer, indent=2))
-    return EXIT_OK if answer["resolved"] else EXIT_FAILED
+        root, None, progress, quiet=request.quiet, every_case=request.every_case, logs=logs,
+        fresh_container=True,
+    )  # fmt: skip
+    return patched_grade(outcome, None)

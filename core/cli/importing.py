@@ -9,13 +9,13 @@ import re
 from pathlib import Path
 
 from ssebench.core.cli.parser import EXIT_OK
+from ssebench.core.cli.root import Root
 from ssebench.core.daemons.local import IMAGE, load_task
 from ssebench.core.errors import ConfigError
 from ssebench.core.importers.common import Imported, write_tasks
-from ssebench.core.registry import build_registry
 
 
-def cmd_import(args: argparse.Namespace) -> int:
+def cmd_import(args: argparse.Namespace, root: Root) -> int:
     if args.format != "upstream":
         for flag, value in (("--source", args.source), ("--image", args.image)):
             if value is not None:
@@ -24,7 +24,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         example = 'e.g. "debian:12"'
         raise ConfigError(f"--image: must be a Docker image name, {example} (got {args.image!r})")
     tasks = _read(args)
-    checks = build_registry().checks
+    checks = root.registry.checks
     # Loaded back as `grade --backend docker` loads them: the image's own paths are not here.
     load = functools.partial(load_task, checks=checks, for_image=True)
     for folder in write_tasks(args.out, tasks, load):

@@ -6,6 +6,7 @@ import argparse
 import shlex
 
 from ssebench.core.cli.parser import EXIT_OK
+from ssebench.core.cli.root import Root
 from ssebench.core.errors import ConfigError
 from ssebench.core.skeleton import write_skeleton
 
@@ -18,7 +19,7 @@ WHAT = {
 }
 
 
-def cmd_new(args: argparse.Namespace) -> int:
+def cmd_new(args: argparse.Namespace, root: Root) -> int:
     folder = args.dir
     try:
         if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):

@@ -19,7 +19,13 @@ from ssebench.core.cli.evalflags import (
 )
 from ssebench.core.cli.flagrules import OnceParser, checked, url_host
 from ssebench.core.levels import LevelError, parse_level
-from ssebench.core.settings import DAEMON_API_HELP, DAEMON_APIS, daemon_url, positive_seconds
+from ssebench.core.settings import (
+    DAEMON_API_CHOICES,
+    DAEMON_API_HELP,
+    OLD_DAEMON_API,
+    daemon_url,
+    positive_seconds,
+)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 MCP_PORT, DAEMON_PORT = 3000, 3001
@@ -101,6 +107,19 @@ _seconds = checked(positive_seconds)
 _daemon_url = checked(daemon_url)
 
 
+def _daemon_api(raw: str) -> str:
+    """`--daemon-api`'s value; its old name for upstream is taken as upstream, with a warning:
+    a script that says it keeps working, and learns the name to say."""
+    if raw != OLD_DAEMON_API:
+        return raw
+    print(
+        f"ssebench: warning: --daemon-api {OLD_DAEMON_API} is the old name of --daemon-api "
+        "upstream; say upstream",
+        file=sys.stderr,
+    )
+    return "upstream"
+
+
 def _port(raw: str) -> int:
     if not (raw.isascii() and raw.isdigit() and 1 <= int(raw) <= 65535):
         raise argparse.ArgumentTypeError(f"must be a port number from 1 to 65535 (got {raw!r})")
@@ -127,8 +146,8 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument(
         "--daemon-url", type=_daemon_url, help="grade through a running daemon instead"
     )
-    grade.add_argument("--daemon-api", choices=DAEMON_APIS, default="auto",
-                       help=f"with --daemon-url: {DAEMON_API_HELP}")  # fmt: skip
+    grade.add_argument("--daemon-api", type=_daemon_api, choices=DAEMON_API_CHOICES,
+                       default="auto", help=f"with --daemon-url: {DAEMON_API_HELP}")  # fmt: skip
     grade.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     isolation_flags(grade)
     grading_flags(grade, where)
@@ -183,7 +202,8 @@ def serve_flags(cmd: argparse.ArgumentParser) -> None:
         type=_daemon_url,
         help="sidecar mode: the daemon's URL, no embedded daemon (SSE_DAEMON_URL)",
     )
-    cmd.add_argument("--daemon-api", choices=DAEMON_APIS, help=f"sidecar mode: {DAEMON_API_HELP}")
+    cmd.add_argument("--daemon-api", type=_daemon_api, choices=DAEMON_API_CHOICES,
+                     help=f"sidecar mode: {DAEMON_API_HELP}")  # fmt: skip
     _address_flags(cmd, "MCP", MCP_PORT)
     cmd.add_argument(
         "--daemon-port",

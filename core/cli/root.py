@@ -1,111 +1,136 @@
-"""The composition root: what a command runs with, built once, in one place.
+"""The composition root: what a command runs with, made in one place, each part once.
 
-Settings are read once (by `main`, which checks them for every command), then `setup` builds
-the plugins' registry, loads the task and chooses (and proves) the isolation, and
-`open_daemon` gives the orchestrator its daemon: the case service in this process for a task,
-or a client of the daemon at an address. Every command takes these from here.
+`compose` reads the settings (for every command: a bad setting is refused at start, whether the
+command reads it or not) and gives the command its `Root`; a command that another ssebench
+started gets its root from its request's `Basis` (core/cli/child.py), the same way. The root
+makes each other part the first time the command asks for it, and never twice: the plugins'
+registry, the task, the isolation its cases run under (proven by a probe case as a user like
+the cases', or the one the parent proved), and the orchestrator's daemon. So a command that
+checks its own inputs first (a patch, a logs folder) asks for the isolation after them, and a
+command that runs no case here never probes.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import sys
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ssebench.core.daemons.local import Mechanism, Task, choose_isolation, load_task
+from ssebench.core.cli.isolation import announce
+from ssebench.core.cli.requests import Basis
+from ssebench.core.daemons.local import (
+    Mechanism,
+    Task,
+    adopt_isolation,
+    choose_isolation,
+    load_task,
+)
 from ssebench.core.errors import DaemonError
 from ssebench.core.orchestrator import Daemon
 from ssebench.core.registry import Registry, build_registry
-from ssebench.core.settings import Settings, load_settings
+from ssebench.core.settings import load_settings
 
 
-@dataclass(frozen=True)
-class Setup:
-    """A command's settings (flags applied), its checks, its task, how cases are confined and
-    who they run as (`case_user`: --case-user, else a user of their own). `tree` is a grade's
-    scratch copy of the task's tree, which the cases run on as it is; `fresh_container`: the
-    command owns the fresh container of the task's image it runs in (`grade
-    --fresh-container`, as `--backend docker` starts it): the tree is graded where it is and
-    the task's writable folders are taken as the image has them."""
-
-    settings: Settings
-    registry: Registry
-    task: Task | None = None
-    mechanism: Mechanism | None = None
-    case_user: str | None = None
-    tree: Path | None = None
-    fresh_container: bool = False
-
-
-def settings_of(args: argparse.Namespace) -> Settings:
-    """The settings `main` read for this command; read now for a caller that skipped main."""
-    found = getattr(args, "settings", None)
-    if isinstance(found, Settings):
-        return found
-    return load_settings(
+def compose(args: argparse.Namespace) -> Root:
+    """The root of the command `args` asks for. The environment is checked as it is, then with
+    the flags: a flag that overrides a bad variable leaves the mistake where the next command
+    would meet it."""
+    load_settings()
+    settings = load_settings(
         SSE_DIFFICULTY=getattr(args, "difficulty", None),
         SSE_DAEMON_URL=getattr(args, "daemon_url", None),
         SSE_PROGRESS_INTERVAL=getattr(args, "progress_interval", None),
     )
+    return Root(
+        Basis(
+            settings=settings,
+            task=getattr(args, "task", None),
+            # A grade in the task's image reads task.toml here: its image's paths are not here.
+            for_image=getattr(args, "backend", "local") == "docker",
+            isolation=getattr(args, "isolation", "auto"),
+            case_user=getattr(args, "case_user", None),
+            daemon_api=getattr(args, "daemon_api", None) or "auto",
+        )
+    )
 
 
-def setup(args: argparse.Namespace, *, confine: bool = True) -> Setup:
-    """Everything a command checks before it does anything: settings, plugins, the task of
-    `--task` (if given) and, with `confine`, its isolation, proven by a probe case as a user
-    like the cases'. One line each."""
-    settings = settings_of(args)
-    registry = build_registry()
-    path = getattr(args, "task", None)
-    # A grade in the task's image reads task.toml here: its image's own paths are not here.
-    for_image = getattr(args, "backend", "local") == "docker"
-    task = load_task(path, registry.checks, for_image=for_image) if path is not None else None
-    plain = Setup(settings, registry, task, case_user=getattr(args, "case_user", None))
-    return confined(plain, args.isolation) if confine else plain
+class Root:
+    """A command's settings, checks, task, isolation and daemon (see the module's docstring)."""
 
+    def __init__(self, basis: Basis) -> None:
+        self.basis = basis
+        given_settings = basis.settings
+        self.settings = load_settings() if given_settings is None else given_settings
+        proven = basis.mechanism
+        self._mechanism = None if proven is None else adopt_isolation(proven)
+        self._announced = False
 
-def confined(setup: Setup, requested: str) -> Setup:
-    """`setup` with its cases' isolation chosen (for a task; without one there are no cases
-    here to confine), for a command that checks its other inputs first."""
-    if setup.task is None:
-        return setup
-    return replace(setup, mechanism=choose_isolation(requested, setup.case_user))
+    @functools.cached_property
+    def registry(self) -> Registry:
+        return build_registry()
 
+    @functools.cached_property
+    def task(self) -> Task | None:
+        """The task of `--task`, or None (a command without one: sidecar mode, a dataset)."""
+        path = self.basis.task
+        if path is None:
+            return None
+        return load_task(path, self.registry.checks, for_image=self.basis.for_image)
 
-@contextlib.asynccontextmanager
-async def open_daemon(
-    setup: Setup,
-    level: int | None,
-    *,
-    api: str = "auto",
-    grading: bool = False,
-) -> AsyncIterator[Daemon]:
-    """The orchestrator's daemon: the case service for the setup's task, in this process; else
-    the daemon at the settings' address (sidecar mode), which must offer every check."""
-    if setup.task is not None:
-        from ssebench.core.daemons.inprocess import local_daemon
+    def mechanism(self) -> Mechanism:
+        """How the command's cases are confined: chosen (probed) at the first ask, a one-line
+        error when none works; this process then becomes undumpable."""
+        if self._mechanism is None:
+            self._mechanism = choose_isolation(self.basis.isolation, self.basis.case_user)
+        return self._mechanism
 
-        async with local_daemon(
-            setup.task,
-            setup.registry,
-            level,
-            mechanism=setup.mechanism,
-            log_dir=setup.settings.log_dir,
-            case_user=setup.case_user,
-            tree=setup.tree,
-            take_over=setup.fresh_container,
-        ) as service:
-            yield service
-        return
-    from ssebench.core.daemons.connect import open_daemon as connect
-    from ssebench.core.daemons.connect import unsupported_warning
+    def announce(self, *, quiet: bool = False) -> None:
+        """Name the mechanism on stderr, once, when this command runs cases here (a task); a
+        grade says it before its first case, so a patch that does not apply says none."""
+        if self.task is not None and not self._announced:
+            announce(self.mechanism(), quiet=quiet)
+            self._announced = True
 
-    async with connect(api, setup.settings.daemon_url, grading=grading) as remote:
-        if grading and remote.problem is not None:  # a grade cannot wait for one to start
-            raise DaemonError(f"no daemon answers at {remote.location} ({remote.problem})")
-        print(f"ssebench: daemon: {remote.description}", file=sys.stderr, flush=True)
-        if names := remote.unsupported(setup.registry.checks):
-            print(f"ssebench: warning: {unsupported_warning(names)}", file=sys.stderr)
-        yield remote
+    @contextlib.asynccontextmanager
+    async def open_daemon(
+        self,
+        level: int | None,
+        *,
+        tree: Path | None = None,
+        take_over: bool = False,
+        grading: bool = False,
+    ) -> AsyncIterator[Daemon]:
+        """The orchestrator's daemon: the case service for the task, in this process (on
+        `tree`, a grade's scratch copy, when given; `take_over`: the command owns the fresh
+        container of the task's image it runs in, so the task's writable folders are taken as
+        the image has them); else the daemon at the settings' address (sidecar mode), which
+        must offer every check."""
+        if self.task is not None:
+            from ssebench.core.daemons.inprocess import local_daemon
+
+            async with local_daemon(
+                self.task,
+                self.registry,
+                level,
+                mechanism=self.mechanism(),
+                log_dir=self.settings.log_dir,
+                case_user=self.basis.case_user,
+                tree=tree,
+                take_over=take_over,
+            ) as service:
+                yield service
+            return
+        from ssebench.core.daemons.connect import open_daemon as connect
+        from ssebench.core.daemons.connect import unsupported_warning
+
+        api, url = self.basis.daemon_api, self.settings.daemon_url
+        async with connect(api, url, grading=grading) as remote:
+            if grading and remote.problem is not None:  # a grade cannot wait for one to start
+                raise DaemonError(f"no daemon answers at {remote.location} ({remote.problem})")
+            print(f"ssebench: daemon: {remote.description}", file=sys.stderr, flush=True)
+            if names := remote.unsupported(self.registry.checks):
+                print(f"ssebench: warning: {unsupported_warning(names)}", file=sys.stderr)
+            yield remote

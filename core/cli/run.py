@@ -13,9 +13,9 @@ did not answer within SSE_MCP_TIMEOUT seconds, also without running CMD; 127 whe
 found.
 
 SIGTERM and SIGINT go on to CMD; when CMD ends, however it ends, the server gets SIGTERM, which
-stops a running call (and its process group) before the server exits. The server gets serve's
-flags as they were given to `run` (core/cli/serve.py's serve_argv); CMD sees the environment we
-were given, unchanged.
+stops a running call (and its process group) before the server exits. The server is asked by the
+typed request `serve` runs from (core/cli/requests.py's ServeRequest, made from the flags given
+to `run`, with the settings `run` read); CMD sees the environment we were given, unchanged.
 As PID 1 of a container, run under an init that reaps orphans (`docker run --init`): we wait
 only for our own two children.
 """
@@ -32,10 +32,14 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import httpx
 
 from ssebench.core.stopping import stop_process
+
+if TYPE_CHECKING:
+    from ssebench.core.cli.requests import ServeRequest
 
 EXIT_SERVER_FAILED = 2
 EXIT_WAIT_RAN_OUT = 3
@@ -43,6 +47,8 @@ POLL_SECONDS = 0.1
 STOP_GRACE = 5.0
 
 SSEBENCH = [sys.executable, "-c", "from ssebench.core.cli import main; main()"]
+# ssebench started by ssebench, asked by a typed request (its one argument): core/cli/child.py.
+CHILD = [sys.executable, "-m", "ssebench.core.cli.child"]
 
 
 def initialize_request() -> dict[str, object]:
@@ -161,11 +167,11 @@ def _raise_terminated(signum: int, frame: FrameType | None) -> None:
 
 @dataclass(frozen=True)
 class Server:
-    """How `run` starts its server: serve's flags, the sockets it listens on (bound by `run`,
+    """How `run` starts its server: what it serves, the sockets it listens on (bound by `run`,
     handed over by their descriptors, so no other server can answer in its place), and its
     environment."""
 
-    argv: Sequence[str]
+    request: ServeRequest
     sockets: Sequence[socket.socket]
     env: Mapping[str, str]
 
@@ -175,7 +181,7 @@ class Server:
         fds = [sock.fileno() for sock in self.sockets]
         try:
             return subprocess.Popen(
-                [*SSEBENCH, "serve", *self.argv],
+                [*CHILD, self.request.model_dump_json()],
                 env={**self.env, HANDED_OVER: ",".join(map(str, fds))},
                 pass_fds=fds,
                 stdin=subprocess.DEVNULL,
@@ -187,7 +193,7 @@ class Server:
                 sock.close()
 
 
-def run(
+def run_with_server(
     server: Server,
     command: Sequence[str],
     url: str,

@@ -11,9 +11,9 @@ import logging
 import os
 import sys
 
-from ssebench.core.cli import root
-from ssebench.core.cli.isolation import announce
-from ssebench.core.cli.parser import EXIT_OK, MCP_PORT, PUBLIC_HOST, serve_flags
+from ssebench.core.cli.parser import EXIT_OK, MCP_PORT, PUBLIC_HOST
+from ssebench.core.cli.requests import ServeRequest
+from ssebench.core.cli.root import Root
 from ssebench.core.cli.startup import loading
 from ssebench.core.errors import ConfigError
 from ssebench.core.predictions import DEFAULT_MODEL
@@ -56,25 +56,25 @@ def warn_remote(host: str, what: str) -> None:
         )
 
 
-def cmd_daemon(args: argparse.Namespace) -> int:
-    setup = root.setup(args)
+def cmd_daemon(args: argparse.Namespace, root: Root) -> int:
+    task, level = root.task, root.settings.difficulty
+    assert task is not None  # --task is required
     check_address(args.host, args.allow_remote)
+    root.mechanism()  # refused in one line before a port is taken
     with loading():
         from ssebench.core.daemons.inprocess import http_adapter
         from ssebench.core.server.listen import bind_all, serve_all
 
     sockets = bind_all([(args.host, args.port, "--port")])  # in use: one line, nothing said
-    announce(setup.mechanism)
+    root.announce()
     warn_remote(args.host, "serving the daemon (it runs the task's checks and serves their logs)")
-    task, level = setup.task, setup.settings.difficulty
-    assert task is not None  # --task is required
     ready = (
         f"ssebench: daemon for {task.path} at http://{url_host(args.host)}:{args.port} "
         f"(difficulty {level})"
     )
 
     async def serving() -> None:
-        async with root.open_daemon(setup, level) as service:
+        async with root.open_daemon(level) as service:
             app = http_adapter(service, allowed_hosts=args.allowed_host)
             assert app is not None
             await serve_all([app], sockets, ready)
@@ -83,38 +83,54 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def serve_setup(args: argparse.Namespace, *, confine: bool = True) -> root.Setup:
-    """Everything serve checks before it binds: settings, plugins, task, address, isolation (with
-    `confine`; `run` leaves that to its server). One line each."""
-    from ssebench.core.daemons.connect import daemon_location
-
+def serve_request(args: argparse.Namespace, root: Root) -> ServeRequest:
+    """`serve`'s flags (of `serve`, or of `run`, which takes them all) as the request that
+    serves them."""
     if args.task is not None and args.daemon_api is not None:
         raise ConfigError("--daemon-api is for sidecar mode; --task runs our own daemon")
-    setup = root.setup(args, confine=confine)
-    if setup.task is None and daemon_location(setup.settings.daemon_url) is None:
+    return ServeRequest(
+        basis=root.basis, host=args.host, port=args.port, daemon_port=args.daemon_port,
+        allow_remote=args.allow_remote, allowed_hosts=tuple(args.allowed_host),
+    )  # fmt: skip
+
+
+def check_serving(root: Root, request: ServeRequest) -> None:
+    """Everything serve checks before it binds: the task, a daemon to talk to, the addresses.
+    One line each."""
+    from ssebench.core.daemons.connect import daemon_location
+
+    if root.task is None and daemon_location(root.settings.daemon_url) is None:
         raise ConfigError(
             "serve needs --task DIR (embedded daemon), or a daemon to talk to: --daemon-url URL, "
             "SSE_DAEMON_URL, SSE_DAEMON_SOCKET or SSE_AGENT_DOCKER"
         )
-    if setup.task is not None and args.port == args.daemon_port:
+    if root.task is not None and request.port == request.daemon_port:
         raise ConfigError(
-            f"--port and --daemon-port are both {args.port}; the embedded daemon needs its own"
+            f"--port and --daemon-port are both {request.port}; the embedded daemon needs its own"
         )
-    check_address(args.host, args.allow_remote)
-    return setup
+    check_address(request.host, request.allow_remote)
 
 
-def addresses(args: argparse.Namespace, embedded: bool) -> list[tuple[str, int, str]]:
+def addresses(request: ServeRequest, embedded: bool) -> list[tuple[str, int, str]]:
     """Where serve listens, each with the flag that chose it: MCP, then an embedded daemon."""
-    listen = [(args.host, args.port, "--port")]
+    listen = [(request.host, request.port, "--port")]
     if embedded:
-        listen.append((DAEMON_HOST, args.daemon_port, "--daemon-port, the embedded daemon's port"))
+        where = "--daemon-port, the embedded daemon's port"
+        listen.append((DAEMON_HOST, request.daemon_port, where))
     return listen
 
 
-def cmd_serve(args: argparse.Namespace) -> int:
-    setup = serve_setup(args)  # refused before the imports
-    task, settings = setup.task, setup.settings
+def cmd_serve(args: argparse.Namespace, root: Root) -> int:
+    return serve(root, serve_request(args, root))
+
+
+def serve(root: Root, request: ServeRequest) -> int:
+    """Serve test_patch as `request` says: on sockets `ssebench run` handed over, else bound
+    here; checked before the imports."""
+    check_serving(root, request)
+    task, settings = root.task, root.settings
+    if task is not None:
+        root.mechanism()
     with loading():
         from ssebench.core.daemons.inprocess import http_adapter
         from ssebench.core.daemons.local import log_owner
@@ -122,35 +138,35 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from ssebench.core.server.listen import bind_all, handed_over
 
     logging.getLogger("ssebench").setLevel(logging.INFO)
-    listen = addresses(args, task is not None)
+    listen = addresses(request, task is not None)
     sockets = handed_over(listen) or bind_all(listen)
-    announce(setup.mechanism)
-    warn_remote(args.host, "serving test_patch")
+    root.announce()
+    warn_remote(request.host, "serving test_patch")
     where = "sidecar mode"
     if task is not None:
-        where = f"task {task.path}, daemon at http://{DAEMON_HOST}:{args.daemon_port}"
-    url = f"http://{url_host(args.host)}:{args.port}{http.MCP_PATH}"
+        where = f"task {task.path}, daemon at http://{DAEMON_HOST}:{request.daemon_port}"
+    url = f"http://{url_host(request.host)}:{request.port}{http.MCP_PATH}"
     serving = http.Serving(
-        tuple(setup.registry.checks),
+        tuple(root.registry.checks),
         settings.difficulty,
         settings.log_dir,
         log_owner=None if task is None else log_owner(task.source),
         progress_interval=settings.progress_interval,
-        allowed_hosts=args.allowed_host,
+        allowed_hosts=request.allowed_hosts,
     )
     ready = f"ssebench: serving test_patch at {url} (difficulty {settings.difficulty}, {where})"
 
     async def serve() -> None:
-        async with root.open_daemon(setup, settings.difficulty, api=args.daemon_api or "auto") as d:
+        async with root.open_daemon(settings.difficulty) as daemon:
             await http.serve_test_patch(
-                serving, d, sockets, daemon_app=http_adapter(d), ready=ready
+                serving, daemon, sockets, daemon_app=http_adapter(daemon), ready=ready
             )
 
     asyncio.run(serve())
     return EXIT_OK
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def cmd_run(args: argparse.Namespace, root: Root) -> int:
     from ssebench.core.cli import run
     from ssebench.core.server.listen import bind_all
 
@@ -158,49 +174,27 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not command:
         raise ConfigError("run needs a command after --, e.g. ssebench run --task DIR -- agent")
     # The server would refuse the same settings, but checking here never starts it at all.
-    setup = serve_setup(args, confine=False)
-    settings, task = setup.settings, setup.task
+    request = serve_request(args, root)
+    check_serving(root, request)
+    task, timeout = root.task, root.settings.mcp_timeout
     if args.prediction_out is None and (args.model is not None or args.task_id is not None):
         raise ConfigError("--model and --task-id name a prediction: use --prediction-out FILE")
     if args.prediction_out is not None and task is None:
         raise ConfigError("--prediction-out records the change to a task's tree: use --task DIR")
     # Bound here and handed to the server: a port another server holds is refused before
     # anything starts, and no other server can answer in our server's place.
-    sockets = bind_all(addresses(args, task is not None))
+    sockets = bind_all(addresses(request, task is not None))
     # An unspecified address listens on loopback too; the guard accepts 127.0.0.1 as Host.
     probe = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(args.host, args.host)
     url = f"http://{url_host(probe)}:{args.port}/mcp"
-    server = run.Server(serve_argv(args), sockets, dict(os.environ))
+    server = run.Server(request, sockets, dict(os.environ))
     if args.prediction_out is None:
-        return run.run(server, command, url, settings.mcp_timeout)
+        return run.run_with_server(server, command, url, timeout)
     from ssebench.core.cli.prediction import recorded
 
     assert task is not None
     with recorded(task, args.prediction_out, args.task_id, args.model or DEFAULT_MODEL) as done:
-        return run.run(server, command, url, settings.mcp_timeout, done)
-
-
-def serve_argv(args: argparse.Namespace) -> list[str]:
-    """`serve`'s flags as `args` (of `run`, which takes them all) gives them: how `run` starts
-    its server, read off the one definition of serve's flags."""
-    flags = argparse.ArgumentParser(add_help=False)
-    serve_flags(flags)
-    consts = {a.dest: a.const for a in flags._actions if isinstance(a, argparse._StoreConstAction)}
-    argv: list[str] = []
-    for action in flags._actions:
-        value = getattr(args, action.dest, None)
-        flag = action.option_strings[0]
-        if isinstance(action, argparse._StoreConstAction):
-            argv += [flag] if value == action.const else []
-        elif value is None or value == action.default or consts.get(action.dest) == value:
-            continue  # the server's own default, or said by a flag of its own
-        elif isinstance(action, argparse._StoreTrueAction):
-            argv.append(flag)
-        elif isinstance(action, argparse._AppendAction):
-            argv += [part for one in value for part in (flag, str(one))]
-        else:
-            argv += [flag, str(value)]
-    return argv
+        return run.run_with_server(server, command, url, timeout, done)
 
 
 def registration(agent: str, host: str = PUBLIC_HOST, port: int = MCP_PORT) -> str:
@@ -219,6 +213,6 @@ def registration(agent: str, host: str = PUBLIC_HOST, port: int = MCP_PORT) -> s
     return json.dumps({"mcpServers": {NAME: {"type": "http", "url": url}}}, indent=2)
 
 
-def cmd_mcp_config(args: argparse.Namespace) -> int:
+def cmd_mcp_config(args: argparse.Namespace, root: Root) -> int:
     print(registration(args.agent, args.host, args.port))
     return EXIT_OK

@@ -27,6 +27,7 @@ __all__ = [
     "SYSTEM",
     "Mechanism",
     "Task",
+    "adopt_isolation",
     "available",
     "choose",
     "choose_isolation",
@@ -56,5 +57,12 @@ def choose_isolation(requested: str, user: str | None = None) -> Mechanism:
         mechanism = choose(requested, own_user() if requested == NONE else case_user(user))
     except (IsolationError, CaseUserError) as exc:
         raise ConfigError(str(exc)) from None
+    protect_self()
+    return mechanism
+
+
+def adopt_isolation(mechanism: Mechanism) -> Mechanism:
+    """The mechanism the ssebench that started this one proved on this machine (its probe case
+    ran as the same case user), taken without probing again. This process becomes undumpable."""
     protect_self()
     return mechanism

@@ -58,14 +58,20 @@ def test_mcp_config_takes_a_container_name_and_addresses(
     )
 
 
-@pytest.mark.parametrize("api", ["auto", "native", "ssebench"])
+@pytest.mark.parametrize("api", ["auto", "native", "upstream", "ssebench"])
 def test_grade_with_a_daemon_that_is_not_there_is_one_line(
     run_cli: Run, tmp_path: Path, api: str
 ) -> None:
+    """One line; `ssebench`, upstream's old name, still works, and a warning says the new one."""
     url = f"http://127.0.0.1:{free_port()}"
     done = run_cli("grade", "--daemon-url", url, "--daemon-api", api, env=clean_env(tmp_path))
     assert (done.returncode, done.stdout) == (3, "")
+    old_name = [
+        "ssebench: warning: --daemon-api ssebench is the old name of --daemon-api upstream; say "
+        "upstream"
+    ]
     assert done.stderr.splitlines() == [
+        *(old_name if api == "ssebench" else []),
         f"ssebench: error: internal testing failure: no daemon answers at {url} (ConnectError: "
-        "All connection attempts failed)"
+        "All connection attempts failed)",
     ]

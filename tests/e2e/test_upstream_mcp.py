@@ -103,7 +103,7 @@ def test_container_command_gives_the_same_text_as_our_daemon(
 def test_grade_through_the_upstream_daemon(tmp_path: Path, upstream: Any) -> None:
     _, standin = write_pair(tmp_path / "task", [FIXED, FIXED], FUNCTIONAL)
     url, state = upstream(standin, 4, uds=False)  # level 4: grading passes the gate regardless
-    args = ("grade", "--daemon-api", "ssebench", "--daemon-url", url, "--quiet")
+    args = ("grade", "--daemon-api", "upstream", "--daemon-url", url, "--quiet")
     done = run_ssebench(*args, env=clean_env(tmp_path), timeout=60)
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)

@@ -24,25 +24,37 @@ from ssebench.core.digests import task_sha256
 from ssebench.core.predictions import BadLine, Prediction
 from ssebench.core.verdicts import dump, read_saved, write_json
 
-# Stands in for `ssebench grade --task T --patch P --logs L`: the patch says what to do.
+# Stands in for ssebench's child grading a patch: it is asked by a request (here, JSON naming the
+# task and the patch file) and answers with an `Ended` record on stdout; the patch says what to do.
 STAND_IN = r"""
 import json, os, signal, sys
-args = dict(zip(sys.argv[2::2], sys.argv[3::2]))  # after "grade"
-what = open(args["--patch"]).read()
+asked = json.loads(sys.argv[1])
+what = open(asked["patch"]).read()
 print("ssebench: build: started", file=sys.stderr)
+print(f"asked for {asked['task']}", file=sys.stderr)
+
+def grade(resolved, signals=()):
+    applied = {"applied": True, "error": None}
+    verdict = {"resolved": resolved, "patch": applied, "protected": {"reverted": []},
+               "signals": list(signals), "checks": []}
+    print(json.dumps({"status": 0 if resolved else 1, "verdict": verdict}))
+    sys.exit(0 if resolved else 1)
+
 if what in ("resolved", "unresolved"):
-    print(json.dumps({"resolved": what == "resolved", "task": args["--task"]}))
-    sys.exit(0 if what == "resolved" else 1)
+    grade(what == "resolved")
 if what == "flagged":
-    signal_ = {"kind": "autoload-file", "path": "conftest.py", "line": 1, "detail": "x"}
-    print(json.dumps({"resolved": True, "signals": [signal_]}))
-    sys.exit(0)
-if what == "internal":
-    print("ssebench: error: internal testing failure: the daemon went away", file=sys.stderr)
+    grade(True, [{"kind": "autoload-file", "path": "conftest.py", "line": 1, "detail": "x"}])
+if what == "internal":  # the record says why; stderr says something else, and is not read
+    print("ssebench: error: what the stderr says", file=sys.stderr)
     print("Traceback (most recent call last): ...", file=sys.stderr)
+    error = "internal testing failure: the daemon went away"
+    print(json.dumps({"status": 3, "error": error}))
     sys.exit(3)
 if what == "killed":
     os.kill(os.getpid(), signal.SIGKILL)
+if what == "silent":  # a crash before any record: its stderr is still not read
+    print("ssebench: error: what the stderr says", file=sys.stderr)
+    sys.exit(3)
 print("not json")
 """
 
@@ -52,6 +64,10 @@ def stand_in(tmp_path: Path) -> list[str]:
     script = tmp_path / "grade.py"
     script.write_text(STAND_IN)
     return [sys.executable, str(script)]
+
+
+def ask(task: Path, patch: Path, logs: Path) -> str:
+    return json.dumps({"task": str(task), "patch": str(patch), "logs": str(logs)})
 
 
 def read_result(path: Path) -> dict[str, object] | None:
@@ -65,7 +81,7 @@ def prediction(number: int, task: str, patch: str, model: str = "m") -> Predicti
 
 def test_verdicts_errors_and_what_a_rerun_skips(tmp_path: Path, stand_in: list[str]) -> None:
     tasks, out = tmp_path / "tasks", tmp_path / "out"
-    for task in ("a", "b", "c", "d", "e"):
+    for task in ("a", "b", "c", "d", "e", "f"):
         (tasks / task).mkdir(parents=True)
     items = [
         prediction(0, "a", "resolved"),
@@ -73,12 +89,13 @@ def test_verdicts_errors_and_what_a_rerun_skips(tmp_path: Path, stand_in: list[s
         prediction(2, "c", "internal"),
         prediction(3, "d", "killed"),
         prediction(4, "e", "garbage"),
-        prediction(5, "zz", "resolved"),
-        BadLine(6, 7, "not a JSON object"),
+        prediction(5, "f", "silent"),
+        prediction(6, "zz", "resolved"),
+        BadLine(7, 8, "not a JSON object"),
     ]
     seen: list[str] = []
     graded = asyncio.run(
-        grade_all(items, tasks, out, jobs=2, command=stand_in,
+        grade_all(items, tasks, out, jobs=2, command=stand_in, request=ask,
                   on_graded=lambda g: seen.append(g.verdict))
     )  # fmt: skip
     assert [(g.verdict, g.error, g.reused) for g in graded] == [
@@ -87,12 +104,20 @@ def test_verdicts_errors_and_what_a_rerun_skips(tmp_path: Path, stand_in: list[s
         (ERROR, "exit status 3: internal testing failure: the daemon went away", False),
         (ERROR, "killed by signal 9", False),
         (ERROR, "exit status 0 but no verdict on stdout", False),
+        (ERROR, "exit status 3 but no verdict on stdout", False),
         (ERROR, f"unknown task 'zz': no folder {tasks / 'zz'}", False),
         (ERROR, "not a JSON object", False),
     ]
     assert sorted(seen) == sorted(g.verdict for g in graded)
     saved = json.loads((out / "m/a/result.json").read_text())
-    assert saved == {"resolved": True, "task": str(tasks / "a"), "graded_with": ANY}
+    assert saved == {
+        "resolved": True,
+        "patch": {"applied": True, "error": None},
+        "protected": {"reverted": []},
+        "signals": [],
+        "checks": [],
+        "graded_with": ANY,
+    }
     assert saved["graded_with"] == {
         "model": "m",
         "task": "a",
@@ -103,13 +128,14 @@ def test_verdicts_errors_and_what_a_rerun_skips(tmp_path: Path, stand_in: list[s
     }
     assert (out / "org__x/b/patch.diff").read_text() == "unresolved"
     assert (out / "m/c/grade.log").read_text().startswith("ssebench: build: started\n")
+    assert (out / "m/a/grade.log").read_text().endswith(f"asked for {tasks / 'a'}\n")
     assert sorted(p.name for p in out.glob("*/*/result.json")) == ["result.json"] * 2
     # A rerun takes the two verdicts as they are and tries every error again.
-    again = asyncio.run(grade_all(items, tasks, out, jobs=2, command=stand_in))
+    again = asyncio.run(grade_all(items, tasks, out, jobs=2, command=stand_in, request=ask))
     assert [(g.verdict, g.reused) for g in again] == [
         (RESOLVED, True),
         (UNRESOLVED, True),
-        *[(ERROR, False)] * 5,
+        *[(ERROR, False)] * 6,
     ]
 
 
@@ -125,7 +151,7 @@ def test_predictions_start_in_the_order_of_the_file(tmp_path: Path, stand_in: li
              prediction(2, "big", "unresolved", model="n")]  # fmt: skip
     seen: list[str] = []
     asyncio.run(
-        grade_all(items, tasks, out, jobs=1, command=stand_in,
+        grade_all(items, tasks, out, jobs=1, command=stand_in, request=ask,
                   on_graded=lambda g: seen.append(f"{g.item.model}/{g.item.task}"))
     )  # fmt: skip
     assert seen == ["m/big", "m/small", "n/big"]
@@ -138,18 +164,18 @@ def test_an_empty_patch_is_unresolved_ungraded_and_signals_flag_a_verdict(
     for task in ("a", "b", "c"):
         (tasks / task).mkdir(parents=True)
     items = [prediction(0, "a", ""), prediction(1, "b", "flagged"), prediction(2, "c", "resolved")]
-    graded = asyncio.run(grade_all(items, tasks, out, command=stand_in))
+    graded = asyncio.run(grade_all(items, tasks, out, command=stand_in, request=ask))
     assert [(g.verdict, g.empty, bool(g.flagged)) for g in graded] == [
         (UNRESOLVED, True, False),  # never graded: nothing written for it
         (RESOLVED, False, True),
-        (RESOLVED, False, False),  # no `signals` key: not flagged
+        (RESOLVED, False, False),  # no signals: not flagged
     ]
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == [
         "m", "m/b", "m/b/grade.log", "m/b/patch.diff", "m/b/result.json",
         "m/c", "m/c/grade.log", "m/c/patch.diff", "m/c/result.json",
     ]  # fmt: skip
     # A rerun reads the flag from the saved verdict.
-    again = asyncio.run(grade_all(items, tasks, out, command=stand_in))
+    again = asyncio.run(grade_all(items, tasks, out, command=stand_in, request=ask))
     assert [(g.verdict, g.reused, bool(g.flagged)) for g in again] == [
         (UNRESOLVED, False, False), (RESOLVED, True, True), (RESOLVED, True, False),
     ]  # fmt: skip

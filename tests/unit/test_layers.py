@@ -14,6 +14,10 @@
   core/logs.py only, where one function applies them, called from one driver, which the
   orchestrator alone calls.
 - No import circle between any two modules of the package: dependencies go one way.
+- No argv is rebuilt from argparse's internals (`_actions`): one ssebench asks another by a
+  typed request (core/cli/requests.py), never by flags read back off the parser.
+- One place builds the plugins' registry: the command line's composition root
+  (core/cli/root.py); the plugin kit's tasks (testing/kit.py) run with the plugins a test gives.
 Each rule is also shown to find what it forbids, so it cannot pass by finding nothing.
 """
 
@@ -43,6 +47,9 @@ ALLOWED_CIRCLES = {
         "`confinement`: the trusted core's own, left to the change that owns daemon/confine"
     ),
 }
+SHIPPED = ("core", "daemon", "plugins", "testing", "bench", "scripts")
+ARGPARSE_INTERNALS = ("_actions", "_group_actions")
+REGISTRY_ROOTS = ("core/cli/root.py", "testing/kit.py")
 
 
 def sources(*folders: str) -> Iterator[tuple[str, ast.Module]]:
@@ -212,6 +219,38 @@ def test_runner_and_supervisor_exchange_typed_records_only() -> None:
     assert found == []
 
 
+def argparse_internals(name: str, tree: ast.Module) -> list[str]:
+    """Where `tree` reads a parser's actions: what rebuilding argv from a parser takes."""
+    return [
+        f"{name}:{node.lineno} {ast.unparse(node)}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and node.attr in ARGPARSE_INTERNALS
+    ]
+
+
+def registries_built(name: str, tree: ast.Module) -> list[str]:
+    """Where `tree` calls build_registry (by its name, or as a module's attribute)."""
+    return [
+        f"{name}:{node.lineno}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and ast.unparse(node.func).rpartition(".")[2] == "build_registry"
+    ]
+
+
+def test_no_argv_is_rebuilt_from_argparse_internals() -> None:
+    found = [where for name, tree in sources(*SHIPPED) for where in
+             argparse_internals(name, tree)]  # fmt: skip
+    assert found == []
+
+
+def test_only_the_composition_root_builds_the_registry() -> None:
+    found = [where for name, tree in sources(*SHIPPED) for where in
+             registries_built(name, tree)]  # fmt: skip
+    assert sorted({where.split(":")[0] for where in found}) == sorted(REGISTRY_ROOTS)
+    assert len(found) == len(REGISTRY_ROOTS)  # once each
+
+
 def test_the_rules_find_what_they_forbid() -> None:
     tree = ast.parse(
         "import httpx\n"
@@ -249,6 +288,20 @@ def test_the_rules_find_what_they_forbid() -> None:
     assert rule_parts("m", two_paths) == ["m:1 LINE_LIMIT", "m:1 tail", "m:6 logs.tail"]
     assert callers("m", two_paths, "tail") == ["m:finish"]
     assert callers("m", two_paths, "view_log") == ["m:view_failed_log"]
+    rebuilt = ast.parse(
+        "flags = argparse.ArgumentParser(add_help=False)\n"
+        "for action in flags._actions:\n"
+        "    argv += [action.option_strings[0]]\n"
+        "group = [a.dest for a in where._group_actions]\n"
+    )
+    assert argparse_internals("m", rebuilt) == ["m:2 flags._actions", "m:4 where._group_actions"]
+    built = ast.parse(
+        "from ssebench.core.registry import build_registry\n"
+        "checks = build_registry().checks\n"
+        "again = registry.build_registry(plugins=[x])\n"
+        "def build_registry(): pass\n"
+    )
+    assert sorted(registries_built("m", built)) == ["m:2", "m:3"]
     assert untyped_messages("m", untyped) == [
         "m:1 import json",
         "m:2 dict[str, Any]",

@@ -205,7 +205,7 @@ def test_a_second_call_rebuilds_only_what_changed_on_the_daemons_copy(
                     (tree / "b.c").write_text("int b = 1;\n")
                 elif change == "gone.txt":
                     (tree / "gone.txt").unlink()
-                case = await daemon.run("build", 0)
+                case = await daemon.run_and_judge("build", 0)
                 logs.append(daemon.log_path(case.log_id).read_text())
         return logs
 
