@@ -7,8 +7,6 @@ import asyncio
 import contextlib
 import os
 import re
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,12 +14,13 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from daemon_app import create_app
 from unit.test_daemon_app import BASE, REGISTRY, make_task, run_app
 
 from ssebench.daemon.app import http_app
 from ssebench.daemon.service import CaseService
+from ssebench.testing.procs import wait_group_gone
+from ssebench.testing.servers import serving_app
 
 
 def _without_timing(answer: dict[str, Any]) -> dict[str, Any]:
@@ -246,44 +245,13 @@ def test_without_a_spool_the_app_owns_a_temporary_one(tmp_path: Path) -> None:
 # --- over a real server -----------------------------------------------------------------------
 
 
-def _live_members(pgid: int) -> list[int]:
-    live = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-        if int(fields[2]) == pgid and fields[0] not in "ZX":
-            live.append(int(entry.name))
-    return live
-
-
 @contextlib.contextmanager
 def real_server(folder: Path, text: str, level: int | None) -> Iterator[str]:
     task = make_task(folder, text)
     spool = folder / "spool"
     spool.mkdir(exist_ok=True)
-    app = create_app(task, REGISTRY, level, spool=spool)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
+    with serving_app(create_app(task, REGISTRY, level, spool=spool)) as url:
+        yield url
 
 
 def test_a_client_that_goes_away_mid_run_stops_the_run(tmp_path: Path) -> None:
@@ -298,10 +266,7 @@ def test_a_client_that_goes_away_mid_run_stops_the_run(tmp_path: Path) -> None:
         gone_at = time.monotonic()
         pgid = int((tmp_path / "marks" / "pgid").read_text())
         assert (tmp_path / "marks" / "children").read_text().strip()  # the child had started
-        while _live_members(pgid):
-            assert time.monotonic() - gone_at < 2.0, f"group {pgid} survives the disconnect"
-            time.sleep(0.02)
-        latency = time.monotonic() - gone_at
+        latency = wait_group_gone(pgid, gone_at)
         print(f"disconnect: group live-free {latency:.3f}s after the client went away")
         response = client.post("/v1/checks/functional/cases/1/run", timeout=10)
         assert response.status_code == 200
