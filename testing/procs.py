@@ -1,66 +1,74 @@
 """What /proc shows of the processes a test or benchmark started: groups, a task's, figures.
 
-A task's processes are found by their environment (SSE_TASK_DIR names the task), so even one
-that left its process group is seen. A zombie waiting for its reaper does not count as alive.
+The walk over /proc is the case supervisor's own (daemon/confine/procfs.py); here is what the
+tests ask of it. A task's processes are found by their environment (SSE_TASK_DIR names the
+task), so even one that left its process group is seen. A zombie waiting for its reaper does
+not count as alive.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import time
 from pathlib import Path
 
-_DEAD = ("Z", "X")
+from ssebench.daemon.confine.procfs import Process, processes
+from ssebench.testing.waiting import wait_for
 
 
-def _state_and_group(pid: str) -> tuple[str, int] | None:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[1].split()
-    return fields[0], int(fields[2])
+def process(pid: int) -> Process | None:
+    """The process `pid`, None when there is none."""
+    return next((found for found in processes() if found.pid == pid), None)
 
 
-def _pids() -> list[str]:
-    return [entry for entry in os.listdir("/proc") if entry.isdigit()]
+def alive(pid: int) -> bool:
+    found = process(pid)
+    return found is not None and found.alive
 
 
 def live_members(pgid: int) -> list[int]:
     """Processes of the group that still run."""
-    members = []
-    for pid in _pids():
-        found = _state_and_group(pid)
-        if found is not None and found[1] == pgid and found[0] not in _DEAD:
-            members.append(int(pid))
-    return members
+    return [found.pid for found in processes() if found.pgid == pgid and found.alive]
 
 
 def wait_group_gone(pgid: int, since: float, limit: float = 2.0) -> float:
-    """Seconds from `since` (a monotonic instant) until no live process of the group is left."""
-    while live_members(pgid):
-        if time.monotonic() - since > limit:
-            raise AssertionError(
-                f"process group {pgid} still runs {live_members(pgid)} after {limit} s"
-            )
-        time.sleep(0.01)
+    """Seconds from `since` (a monotonic instant) until no live process of the group is left,
+    which must be within `limit` seconds of `since`."""
+    wait_for(
+        lambda: not live_members(pgid),
+        since + limit - time.monotonic(),
+        lambda: f"process group {pgid} gone within {limit:g} s (live: {live_members(pgid)})",
+    )
     return time.monotonic() - since
+
+
+def commands(pattern: re.Pattern[str]) -> dict[int, str]:
+    """Live processes whose command line (its words joined by spaces) `pattern` finds."""
+    found = {}
+    for each in processes():
+        try:
+            words = Path(f"/proc/{each.pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if each.alive and pattern.search(words):
+            found[each.pid] = words
+    return found
 
 
 def task_processes(task: Path) -> list[int]:
     """Live processes started for this task: their environment names it."""
     marker = f"SSE_TASK_DIR={task}".encode()
     found = []
-    for pid in _pids():
-        stat = _state_and_group(pid)
+    for each in processes():
         try:
-            environ = Path(f"/proc/{pid}/environ").read_bytes()
+            environ = Path(f"/proc/{each.pid}/environ").read_bytes()
         except OSError:
             continue
-        if stat is not None and stat[0] not in _DEAD and marker in environ.split(b"\0"):
-            found.append(int(pid))
+        if each.alive and marker in environ.split(b"\0"):
+            found.append(each.pid)
     return found
 
 
@@ -73,12 +81,15 @@ def kill_all(task: Path) -> None:
 def assert_none_left(task: Path, limit: float = 3.0) -> None:
     """No process of the task is alive within `limit` seconds (a killed one's reaper may be
     slow); if some are, they are killed and the assertion fails."""
-    deadline = time.monotonic() + limit
-    while left := task_processes(task):
-        if time.monotonic() > deadline:
-            kill_all(task)
-            raise AssertionError(f"processes of the task still alive after {limit} s: {left}")
-        time.sleep(0.02)
+    try:
+        wait_for(
+            lambda: not task_processes(task),
+            limit,
+            lambda: f"no process of the task alive (alive: {task_processes(task)})",
+            0.02,
+        )
+    finally:
+        kill_all(task)
 
 
 def proc_status(pid: int) -> dict[str, int]:

@@ -3,7 +3,7 @@
 Like `procs` (what /proc shows) and `calls` (test_patch over MCP) beside it, never imported by
 the kit: `ssebench.testing` is a pytest plugin of every session and loads no transport, while
 this module loads httpx and uvicorn. Nothing here imports pytest, so the benchmarks run without
-it; a wait that runs out raises RuntimeError, which pytest reports as any other failure.
+it; a wait that runs out raises NeverHappened (testing/waiting.py), an AssertionError.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from ssebench.testing.ports import free_port as free_port
 from ssebench.testing.ports import port_is_free as port_is_free
 from ssebench.testing.ports import taken_port as taken_port
 from ssebench.testing.procs import kill_all
-from ssebench.testing.waiting import runner_tree, wait_for
+from ssebench.testing.waiting import NeverHappened, runner_tree, wait_for
 
 
 def ssebench_argv(*args: str, prelude: str = "") -> list[str]:
@@ -135,22 +135,26 @@ class Server:
 READY = "ssebench: serving test_patch at "
 
 
+def answers(url: str) -> bool:
+    """Whether `url` answers 200 now."""
+    try:
+        return httpx.get(url, timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
 def wait_healthy(server: Server, limit: float = 30.0) -> None:
     """Until the server answers /healthz and has said it serves (its daemon too: the line
     comes once every server started, so a test reading stderr later finds it there);
-    RuntimeError if it exits or stays silent."""
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        if server.proc.poll() is not None:
-            raise RuntimeError(f"serve exited {server.proc.returncode}: {server.stderr()}")
-        try:
-            url = f"http://127.0.0.1:{server.port}/healthz"
-            if httpx.get(url, timeout=1).status_code == 200 and READY in server.stderr():
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.05)
-    raise RuntimeError(f"serve did not answer /healthz within {limit} s: {server.stderr()}")
+    NeverHappened if it exits or stays silent."""
+    url = f"http://127.0.0.1:{server.port}/healthz"
+    wait_for(
+        lambda: answers(url) and READY in server.stderr(),
+        limit,
+        lambda: f"serve answering /healthz (it said: {server.stderr()})",
+        0.05,
+        alive=server.proc,
+    )
 
 
 def wait_initialize(proc: subprocess.Popen[bytes], url: str, limit: float = 60.0) -> float:
@@ -158,12 +162,8 @@ def wait_initialize(proc: subprocess.Popen[bytes], url: str, limit: float = 60.0
     polling every 5 ms."""
     started = time.monotonic()
     with httpx.Client(timeout=5.0, trust_env=False) as client:
-        while not answers_initialize(client, url):
-            if proc.poll() is not None:
-                raise RuntimeError(f"the server exited with status {proc.returncode}")
-            if time.monotonic() - started > limit:
-                raise RuntimeError(f"{url} did not answer initialize within {limit} s")
-            time.sleep(0.005)
+        what = f"{url} answering initialize"
+        wait_for(lambda: answers_initialize(client, url), limit, what, 0.005, alive=proc)
     return time.monotonic() - started
 
 
@@ -233,19 +233,18 @@ def start_daemon(
             stdin=subprocess.DEVNULL,
             env=env,
         )
-    deadline = time.monotonic() + 30
-    while True:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the daemon exited {proc.returncode}: {log.read_text()}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=1).status_code == 200:
-                return proc
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline:
-            proc.kill()
-            raise RuntimeError(f"the daemon did not answer within 30 s: {log.read_text()}")
-        time.sleep(0.05)
+    try:
+        wait_for(
+            lambda: answers(f"http://127.0.0.1:{port}/v1/health"),
+            30,
+            lambda: f"the daemon answering /v1/health (it said: {log.read_text()})",
+            0.05,
+            alive=proc,
+        )
+    except BaseException:
+        proc.kill()
+        raise
+    return proc
 
 
 @contextlib.contextmanager
@@ -269,11 +268,9 @@ def serving_app(
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": sockets}, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the server did not start")
-        time.sleep(0.01)
+    wait_for(lambda: server.started or not thread.is_alive(), 10, "uvicorn starting")
+    if not server.started:
+        raise NeverHappened("uvicorn starting: its thread ended first")
     try:
         yield where
     finally:

@@ -15,13 +15,13 @@ import secrets
 import shutil
 import socket
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from ssebench.core.cli.run import stop
 from ssebench.testing.servers import free_port
+from ssebench.testing.waiting import wait_for
 
 DAEMONS = ("slurmctld", "slurmd", "munged", "sbatch", "sinfo")
 NODE = "ssebench-node"
@@ -114,9 +114,8 @@ def _idle(env: dict[str, str]) -> bool:
 
 
 def _wait(ready: Callable[[], bool], what: str, folder: Path) -> None:
-    deadline = time.monotonic() + READY_SECONDS
-    while not ready():
-        if time.monotonic() > deadline:
-            logs = {p.name: p.read_text()[-2000:] for p in folder.glob("*.log")}
-            raise RuntimeError(f"{what} did not come up in {READY_SECONDS:g} s: {logs}")
-        time.sleep(0.2)
+    def said() -> str:
+        logs = {p.name: p.read_text()[-2000:] for p in folder.glob("*.log")}
+        return f"{what} up (its logs: {logs})"
+
+    wait_for(ready, READY_SECONDS, said, 0.2)

@@ -1,7 +1,8 @@
 """The one walk over /proc: every process, with what its stat line and owner say.
 
 The case supervisor reads it to find and measure what a case started (reaper.py), and
-to count the processes the case's user already has (user.py). A process gone
+to count the processes the case's user already has (user.py); the tests and benchmarks watch
+what they started through it (testing/procs.py). A process gone
 between the listing and the read is left out.
 """
 
@@ -22,6 +23,7 @@ class Process:
     state: bytes
     resident: int  # bytes of memory it holds
     uid: int  # who owns its /proc entry: its user, or root for a process not dumpable
+    pgid: int  # its process group (the tests' helpers watch a case's group: testing/procs.py)
 
     @property
     def alive(self) -> bool:
@@ -39,8 +41,10 @@ def processes() -> Iterator[Process]:
                 uid = os.fstat(file.fileno()).st_uid
         except OSError:
             continue
-        # After the name: state, ppid, ... rss (field 24 of stat(5), in pages).
-        yield Process(int(entry), int(fields[1]), fields[0], int(fields[21]) * PAGE, uid)
+        # After the name: state, ppid, pgrp, ... rss (field 24 of stat(5), in pages).
+        yield Process(
+            int(entry), int(fields[1]), fields[0], int(fields[21]) * PAGE, uid, int(fields[2])
+        )
 
 
 def comm(pid: int) -> str:

@@ -30,6 +30,7 @@ from ssebench.testing.images import (
     with_image,
 )
 from ssebench.testing.servers import ssebench_argv, start_child
+from ssebench.testing.waiting import wait_for
 
 from .rigtasks import C_RIGS, patch_of
 from .runs import RunCli, graded, untimed
@@ -178,21 +179,19 @@ def test_a_container_never_outlives_its_grade(tmp_path: Path, sig: signal.Signal
     argv = ssebench_argv("grade", "--task", str(task), "--patch", os.devnull, "--backend", "docker")
     proc = start_child(argv, env={**os.environ, "TMPDIR": str(tmpdir)},
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
-    deadline = time.monotonic() + 120
-    while not containers_with(task):
-        assert time.monotonic() < deadline and proc.poll() is None
-        time.sleep(0.2)
+    wait_for(lambda: containers_with(task), 120, "the grade's container", 0.2, alive=proc)
     time.sleep(1)  # the build has started
     proc.send_signal(sig)
     proc.wait(30)
     assert proc.returncode == (-9 if sig == signal.SIGKILL else 130)
     stopped = time.monotonic()
-    while containers_with(task):
-        assert time.monotonic() - stopped < 10, "the container outlived its grade"
-        time.sleep(0.2)
-    while list(tmpdir.iterdir()):  # the guard removes a killed grade's copy
-        assert time.monotonic() - stopped < 10, list(tmpdir.rglob("*"))
-        time.sleep(0.2)
+    wait_for(lambda: not containers_with(task), 10, "the container gone with its grade", 0.2)
+    wait_for(  # the guard removes a killed grade's copy
+        lambda: not list(tmpdir.iterdir()),
+        stopped + 10 - time.monotonic(),
+        lambda: f"an empty TMPDIR (left: {list(tmpdir.rglob('*'))})",
+        0.2,
+    )
 
 
 def test_what_cannot_be_graded_in_docker_is_an_error_line_each(

@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ import pytest
 from ssebench.core.cli.run import SSEBENCH
 from ssebench.testing import task_toml
 from ssebench.testing.servers import start_child
+from ssebench.testing.waiting import wait_for
 
 from .runs import make_tasks
 from .test_grade_patch import tree_hash
@@ -192,10 +192,8 @@ def test_a_stopped_run_leaves_no_scratch_and_resumes(
     args = ["--tasks", str(tasks), "--predictions", str(preds), "--out", str(out), "-j", "2"]
     proc = start_child([*SSEBENCH, "grade", *args], env={**os.environ, "TMPDIR": str(tmpdir)},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
-    deadline = time.monotonic() + 60
-    while len(list(tmpdir.glob("ssebench-*/ssebench-grade-*/*/started"))) < 2:
-        assert time.monotonic() < deadline and proc.poll() is None
-        time.sleep(0.05)
+    started = "ssebench-*/ssebench-grade-*/*/started"
+    wait_for(lambda: len(list(tmpdir.glob(started))) >= 2, 60, "2 builds", 0.05, alive=proc)
     proc.send_signal(sig)
     _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == (143 if sig == signal.SIGTERM else 130)

@@ -20,6 +20,7 @@ from ssebench.core.cli.run import SSEBENCH
 from ssebench.testing import task_toml
 from ssebench.testing.procs import assert_none_left
 from ssebench.testing.servers import start_child
+from ssebench.testing.waiting import wait_for
 
 from .test_validate import AS_SHIPPED, FIX, SOUND
 
@@ -210,13 +211,16 @@ def test_ctrl_c_says_what_is_kept_and_that_a_rerun_resumes(tmp_path: Path) -> No
     proc = start_child([*SSEBENCH, "grade", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=dict(os.environ))  # fmt: skip
     try:
-        deadline = time.monotonic() + 120
-        while (
-            not (out / "m" / "quick" / "result.json").exists()
-            or not (out / "m" / "slow" / "grade.log").exists()
-        ):
-            assert time.monotonic() < deadline and proc.poll() is None
-            time.sleep(0.05)
+        wait_for(
+            lambda: (
+                (out / "m" / "quick" / "result.json").exists()
+                and (out / "m" / "slow" / "grade.log").exists()
+            ),
+            120,
+            "the quick verdict and the slow grade's log",
+            0.05,
+            alive=proc,
+        )
         time.sleep(1)
         proc.send_signal(signal.SIGINT)
         _, stderr = proc.communicate(timeout=60)

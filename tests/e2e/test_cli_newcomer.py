@@ -5,7 +5,6 @@ registration for another port. One line and exit status 2, or the answer they ne
 from __future__ import annotations
 
 import subprocess
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from typing import Any
 import pytest
 
 from ssebench.testing.servers import clean_env, free_port, port_is_free, taken_port
+from ssebench.testing.waiting import wait_for
 
 from .tasks import make_task
 from .test_cli_inputs import refused
@@ -108,10 +108,12 @@ def test_the_start_up_line_names_the_daemon_port(serve: Any) -> None:
         f"ssebench: serving test_patch at http://127.0.0.1:{server.port}/mcp (difficulty 3, "
         f"task {server.task / 'task.toml'}, daemon at http://127.0.0.1:{server.daemon_port})"
     )
-    deadline = time.monotonic() + 10
-    while line not in server.stderr().splitlines() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert line in server.stderr().splitlines()
+    wait_for(
+        lambda: line in server.stderr().splitlines(),
+        10,
+        lambda: f"{line!r} in {server.stderr()!r}",
+        0.05,
+    )
 
 
 def test_the_daemon_port_help_shows_its_default(run_cli: Run, tmp_path: Path) -> None:

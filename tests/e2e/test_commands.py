@@ -38,6 +38,7 @@ from ssebench.testing.servers import (
     taken_port,
     write_task,
 )
+from ssebench.testing.waiting import wait_for
 
 from .faults.reports import (
     FAILED_BUILD,
@@ -111,10 +112,8 @@ def test_remote_address_needs_the_flag_and_warns(tmp_path: Path, serve: Any) -> 
 def test_ready_line_names_url_level_and_task(serve: Any) -> None:
     server = serve("bare", 3)
     line = f"ssebench: serving test_patch at http://127.0.0.1:{server.port}/mcp (difficulty 3, task"
-    deadline = time.monotonic() + 10  # printed once both servers report started
-    while line not in server.stderr() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert line in server.stderr()
+    # printed once both servers report started
+    wait_for(lambda: line in server.stderr(), 10, lambda: f"{line!r} in {server.stderr()!r}", 0.05)
 
 
 def test_sidecar_mode_against_a_standalone_daemon(tmp_path: Path) -> None:

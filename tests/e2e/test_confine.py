@@ -24,7 +24,8 @@ from ssebench.daemon.task import load_task
 from ssebench.plugins.build import BUILD
 from ssebench.plugins.intent import INTENT
 from ssebench.plugins.poc import POCS
-from ssebench.testing.waiting import wait_for
+from ssebench.testing.procs import alive, commands
+from ssebench.testing.waiting import wait_for_async
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -76,24 +77,11 @@ ESCAPES = (
 )
 
 
-def _running(pattern: re.Pattern[str]) -> list[str]:
-    found = []
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except (OSError, UnicodeDecodeError):
-            continue
-        if pattern.search(cmdline) and _alive(int(entry)):
-            found.append(cmdline)
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in "ZX"
+def standbys(cases: Cases) -> list[int]:
+    """The sandboxes made ahead that wait for their command: the supervisor's live children."""
+    assert cases.runner._proc is not None
+    supervisor = cases.runner._proc.pid
+    return [p.pid for p in processes() if p.ppid == supervisor and p.alive]
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
@@ -104,8 +92,8 @@ def test_nothing_a_case_started_outlives_it(tmp_path: Path, mechanism: str) -> N
     if mechanism == "bubblewrap":
         pids = []  # the pids it wrote are its own namespace's: look for the commands instead
     time.sleep(0.2)
-    assert [pid for pid in pids if _alive(pid)] == []
-    assert _running(re.compile(r"sleep 31[0-3]|renamed")) == []
+    assert [pid for pid in pids if alive(pid)] == []
+    assert list(commands(re.compile(r"sleep 31[0-3]|renamed")).values()) == []
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
@@ -241,7 +229,7 @@ def test_a_prepared_sandbox_serves_one_case_of_its_check_and_leaves_it_nothing(
                              ("pocs", "pocs"), ("build", "pocs")]:  # fmt: skip
             if guess is not None:
                 await cases.prepare(guess)
-                await asyncio.sleep(0.2)
+                await wait_for_async(lambda: standbys(cases), 10, "the prepared sandbox")
             log = tmp_path / "case.log"
             end = await cases.sync_and_run(look, check, timeout=20, log_path=log)
             assert end.exit_code == 0, log.read_text()
@@ -251,8 +239,7 @@ def test_a_prepared_sandbox_serves_one_case_of_its_check_and_leaves_it_nothing(
     try:
         cold, *prepared = asyncio.run(scenario())
         assert cases.runner._proc is not None
-        supervisor = cases.runner._proc.pid
-        waiting = [p.pid for p in processes() if p.ppid == supervisor and p.alive]
+        waiting = standbys(cases)
     finally:
         cases.close()
     assert cold[0].split() == ["0", "1", "2"]
@@ -274,13 +261,7 @@ def test_a_prepared_sandbox_killed_while_waiting_is_made_again(tmp_path: Path) -
         await cases.sync_and_run("true", "build", timeout=20, log_path=log)
         await cases.prepare("build")
         assert cases.runner._proc is not None
-        supervisor = cases.runner._proc.pid
-        waiting = await asyncio.to_thread(
-            wait_for,
-            lambda: [p.pid for p in processes() if p.ppid == supervisor and p.alive] or None,
-            10,
-            "the prepared sandbox",
-        )
+        waiting = await wait_for_async(lambda: standbys(cases), 10, "the prepared sandbox")
         for pid in waiting:  # as the OOM killer, or root outside, could
             os.kill(pid, 9)
         await asyncio.sleep(0.3)

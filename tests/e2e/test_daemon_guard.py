@@ -5,7 +5,6 @@ runs anything), and another address needs --allow-remote and prints a warning.""
 from __future__ import annotations
 
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 
 from ssebench.core.daemons.local import choose_isolation
 from ssebench.testing.servers import clean_env, free_port, runner_tree, ssebench_argv
+from ssebench.testing.waiting import wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -38,11 +38,13 @@ class Daemon:
             )
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = clean_env(tmp)
-        deadline = time.monotonic() + 30
-        while "ssebench: daemon for" not in self.stderr():
-            assert self.proc.poll() is None, self.stderr()
-            assert time.monotonic() < deadline, self.stderr()
-            time.sleep(0.05)
+        wait_for(
+            lambda: "ssebench: daemon for" in self.stderr(),
+            30,
+            lambda: f"the daemon's start-up line (it said: {self.stderr()})",
+            0.05,
+            alive=self.proc,
+        )
 
     def stderr(self) -> str:
         return self.log.read_text()

@@ -21,6 +21,7 @@ import pytest
 from ssebench.core.cli.run import SSEBENCH
 from ssebench.testing import TaskHandle
 from ssebench.testing.servers import start_child
+from ssebench.testing.waiting import wait_for
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -291,14 +292,16 @@ def test_a_stopped_grade_leaves_no_scratch_copy(
     proc = start_child([*SSEBENCH, *args], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
     deadline = time.monotonic() + 60
-    while not list(tmpdir.glob("ssebench-*/ssebench-grade-*/*/started")):
-        assert time.monotonic() < deadline and proc.poll() is None
-        time.sleep(0.05)
+    started = "ssebench-*/ssebench-grade-*/*/started"
+    wait_for(lambda: list(tmpdir.glob(started)), 60, "the build started", 0.05, alive=proc)
     proc.send_signal(sig)
     proc.communicate(timeout=30)
-    while list(tmpdir.iterdir()):  # after SIGKILL the guard removes it, a moment later
-        assert time.monotonic() < deadline, list(tmpdir.iterdir())
-        time.sleep(0.05)
+    wait_for(  # after SIGKILL the guard removes it, a moment later
+        lambda: not list(tmpdir.iterdir()),
+        deadline - time.monotonic(),
+        lambda: f"an empty TMPDIR (left: {list(tmpdir.iterdir())})",
+        0.05,
+    )
     assert proc.returncode == (130 if sig == signal.SIGINT else -signal.SIGKILL)
 
 

@@ -21,6 +21,7 @@ import mcp
 import pytest
 
 from ssebench.testing.servers import clean_env, free_port, start_server
+from ssebench.testing.waiting import wait_for_async
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -82,10 +83,7 @@ def gaps(notes: list[Note], start: float) -> list[float]:
 
 
 async def _until(condition: Callable[[], bool], limit: float = 30) -> None:
-    deadline = time.monotonic() + limit
-    while not condition():
-        assert time.monotonic() < deadline, "the first call never started its build"
-        await asyncio.sleep(0.02)
+    await wait_for_async(condition, limit, "the first call's build started", 0.02)
 
 
 def test_heartbeats_while_a_quiet_build_runs_and_while_a_call_waits(

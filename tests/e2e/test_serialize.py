@@ -10,6 +10,7 @@ import fastmcp
 import pytest
 
 from ssebench.testing.servers import check_text
+from ssebench.testing.waiting import wait_for_async
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -33,8 +34,7 @@ def test_concurrent_calls_serialize_and_tools_list_stays_answered(serve: Any) ->
                 second.call_tool_mcp("test_patch", {}),
             ]
             running = asyncio.gather(*calls)
-            while not trace.exists():
-                await asyncio.sleep(0.01)
+            await wait_for_async(trace.exists, 60, "the first call's trace")
             started = time.monotonic()
             tools = await observer.list_tools()
             listed_in = time.monotonic() - started

@@ -13,6 +13,7 @@ from collections.abc import Callable
 import pytest
 
 from ssebench.core.server.progress import CallProgress, duration
+from ssebench.testing.waiting import wait_for_async
 
 Sent = list[tuple[float, float | None, str]]
 
@@ -23,8 +24,7 @@ def _jumping_clock(step: float) -> Callable[[], float]:
 
 
 async def _quiet_until(progress_sent: Sent, count: int) -> None:
-    while len(progress_sent) < count:
-        await asyncio.sleep(0)
+    await wait_for_async(lambda: len(progress_sent) >= count, 60, f"{count} notifications", 0)
 
 
 def test_a_week_of_heartbeats_stays_below_the_next_case_and_the_total() -> None:

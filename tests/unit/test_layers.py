@@ -3,7 +3,8 @@
 - The daemon's cases are a service: an in-process caller calls it as objects; no ASGI
   transport stands between our own code and our own daemon.
 - One place makes a daemon (core/daemons/inprocess.py's `open_service`).
-- The daemon layer has one door: above it, only core/daemons and core/server import daemon/.
+- The daemon layer has one door: above it, only core/daemons and core/server import daemon/
+  (and testing/ the walk over /proc, to watch what the tests started).
 - The runner and the case supervisor speak in daemon/confine/messages.py's typed records only:
   neither builds, parses or indexes a raw JSON dict.
 - The trusted core (daemon/confine) stands alone: it imports no pydantic, no httpx and nothing
@@ -18,18 +19,22 @@
   typed request (core/cli/requests.py), never by flags read back off the parser.
 - One place builds the plugins' registry: the command line's composition root
   (core/cli/root.py); the plugin kit's tasks (testing/kit.py) run with the plugins a test gives.
+- The tests wait through one helper (testing/waiting.py): no other loop in tests/ or testing/
+  sleeps. And /proc is walked in one place (daemon/confine/procfs.py): nothing else lists it.
 Each rule is also shown to find what it forbids, so it cannot pass by finding nothing.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 ABOVE_THE_DAEMON = ("core", "testing", "plugins")
 DOORS = ("core/daemons", "core/server")
+THE_WALK = "ssebench.daemon.confine.procfs"  # a leaf (it imports os alone) testing/ may import
 MESSAGE_ENDS = ("daemon/confine/runner.py", "daemon/confine/supervisor.py")
 # What the trusted core may import of ssebench: itself, the guard of ssebench's own folders, and
 # core's errors (which import nothing).
@@ -50,6 +55,12 @@ ALLOWED_CIRCLES = {
 SHIPPED = ("core", "daemon", "plugins", "testing", "bench", "scripts")
 ARGPARSE_INTERNALS = ("_actions", "_group_actions")
 REGISTRY_ROOTS = ("core/cli/root.py", "testing/kit.py")
+SLEEPS = ("time.sleep", "asyncio.sleep", "sleep", "anyio.sleep", "trio.sleep")
+THE_WAIT = "testing/waiting.py"
+LISTINGS = ("listdir", "scandir", "iterdir", "walk", "glob", "iglob", "rglob")
+# The one walk over /proc, and the attacker's program a confined case runs (tests/e2e/security):
+# it has no ssebench to import, and reading every process there is its attack.
+PROC_WALKERS = ("daemon/confine/procfs.py", "tests/e2e/security/attack.py")
 
 
 def sources(*folders: str) -> Iterator[tuple[str, ast.Module]]:
@@ -175,6 +186,7 @@ def test_only_the_doors_import_the_daemon_layer() -> None:
         for name, tree in sources(*ABOVE_THE_DAEMON)
         if not name.startswith(DOORS)
         for where in daemon_imports(name, tree)
+        if not (name.startswith("testing/") and where.endswith(THE_WALK))
     ]
     assert found == []
 
@@ -312,20 +324,6 @@ def test_the_rules_find_what_they_forbid() -> None:
     ]
 
 
-def test_the_case_supervisor_loads_no_pydantic_at_run_time() -> None:
-    """Every fork of the supervisor copies what it loaded (15 MB, not 26, without pydantic)."""
-    import subprocess
-    import sys
-
-    probe = (
-        "import sys, ssebench.daemon.confine.supervisor, ssebench.daemon.confine.probe; "
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('pydantic', 'httpx', 'starlette', 'fastmcp')))"
-    )
-    done = subprocess.run([sys.executable, "-I", "-c", probe], capture_output=True, text=True)
-    assert (done.returncode, done.stdout) == (0, "[]\n"), done.stderr
-
-
 def module_name(name: str) -> str:
     """The module a source file of the package is: core/x/y.py is ssebench.core.x.y."""
     parts = Path(name).with_suffix("").parts
@@ -400,4 +398,71 @@ def test_the_circle_rule_finds_what_it_forbids() -> None:
     assert circles(graph) == [
         ["ssebench.core.d", "ssebench.core.e"],
         ["ssebench.daemon.a", "ssebench.daemon.b", "ssebench.daemon.c"],
+    ]
+
+
+def poll_loops(name: str, tree: ast.Module) -> list[str]:
+    """Loops that sleep: a wait written by hand, which testing/waiting.py's helper replaces."""
+    return [
+        f"{name}:{loop.lineno} {type(loop).__name__.lower()} sleeps"
+        for loop in ast.walk(tree)
+        if isinstance(loop, ast.While | ast.For | ast.AsyncFor)
+        and any(
+            isinstance(call, ast.Call) and ast.unparse(call.func) in SLEEPS
+            for call in ast.walk(loop)
+        )
+    ]
+
+
+def proc_listings(name: str, tree: ast.Module) -> list[str]:
+    """Listings of /proc itself (`os.listdir("/proc")`, `Path("/proc").iterdir()`, a glob of
+    its entries): a walk over every process, which daemon/confine/procfs.py's replaces."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        called = func.attr if isinstance(func, ast.Attribute) else ast.unparse(func)
+        named = list(node.args)
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call):
+            named += func.value.args  # Path("/proc").iterdir()
+        proc = [arg for arg in named if isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+                and re.fullmatch(r"/proc/?([*\[].*)?", arg.value)]  # fmt: skip
+        if called in LISTINGS and proc:
+            found.append((node.lineno, f"{name}:{node.lineno} {ast.unparse(node)}"))
+    return [where for _, where in sorted(found)]
+
+
+def test_the_tests_wait_through_one_helper() -> None:
+    found = [where for name, tree in sources("tests", "testing") if name != THE_WAIT for where
+             in poll_loops(name, tree)]  # fmt: skip
+    assert found == []
+
+
+def test_proc_is_walked_in_one_place() -> None:
+    folders = ("core", "daemon", "plugins", "testing", "tests", "bench")
+    found = [where for name, tree in sources(*folders) if name not in PROC_WALKERS for where
+             in proc_listings(name, tree)]  # fmt: skip
+    assert found == []
+
+
+def test_the_wait_and_walk_rules_find_what_they_forbid() -> None:
+    waits = ast.parse(
+        "while not ready():\n    time.sleep(0.05)\n"
+        "async def f():\n    for _ in range(50):\n        await asyncio.sleep(0.1)\n"
+        "for line in lines:\n    print(line)\n"
+        "time.sleep(1)\n"
+    )
+    assert poll_loops("m", waits) == ["m:1 while sleeps", "m:4 for sleeps"]
+    walks = ast.parse(
+        "for pid in filter(str.isdigit, os.listdir('/proc')): pass\n"
+        "live = [e for e in Path('/proc').iterdir() if e.name.isdigit()]\n"
+        "stats = glob.glob('/proc/[0-9]*/stat')\n"
+        "fds = os.listdir(f'/proc/{pid}/fd')\n"
+        "status = Path('/proc/self/status').read_text()\n"
+    )
+    assert proc_listings("m", walks) == [
+        "m:1 os.listdir('/proc')",
+        "m:2 Path('/proc').iterdir()",
+        "m:3 glob.glob('/proc/[0-9]*/stat')",
     ]

@@ -1,5 +1,6 @@
 """Meta-tests (after datasette's): every hook documented, every built-in and subpackage declared,
-nothing done at import time, no transport in the domain, files and functions of a readable size."""
+files and functions of a readable size (tests/e2e/test_meta.py imports in a fresh interpreter:
+nothing done at import time, no transport in the domain)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,6 @@ import ast
 import importlib
 import importlib.metadata
 import inspect
-import json
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
@@ -20,7 +18,6 @@ from ssebench.core.registry import ENTRY_POINT_GROUP
 ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 PACKAGE_DIRS: dict[str, str] = PYPROJECT["tool"]["setuptools"]["package-dir"]
-TRANSPORT = ("httpx", "starlette", "uvicorn", "fastmcp", "mcp")
 MAX_FILE_LINES = 300
 MAX_FUNCTION_LINES = 50
 
@@ -111,34 +108,6 @@ def test_a_plugin_needs_only_ssebench_core() -> None:
         assert internal == [], module
 
 
-def fresh_python(probe: str, *args: str) -> str:
-    """What `probe` prints in a new interpreter, which must end well and print no error."""
-    done = subprocess.run(
-        [sys.executable, "-c", probe, *args], capture_output=True, text=True, cwd=ROOT, timeout=60
-    )
-    assert (done.returncode, done.stderr) == (0, "")
-    return done.stdout
-
-
-def test_imports_load_no_server_and_no_plugin() -> None:
-    """Importing core or a plugin loads no plugin and no server; neither does the testing kit,
-    a pytest plugin of every session where ssebench is installed."""
-    probe = (
-        "import json, sys\n"
-        "def loaded():\n"
-        "    heavy = {'fastmcp', 'mcp', 'uvicorn', 'starlette', 'httpx'}\n"
-        "    return sorted({m.split('.')[0] for m in sys.modules} & heavy)\n"
-        "import ssebench.core, ssebench.core.registry, ssebench.core.hookspecs\n"
-        "plugins = sorted(m for m in sys.modules if m.startswith('ssebench.plugins'))\n"
-        "import ssebench.plugins.build, ssebench.plugins.poc\n"
-        "import ssebench.plugins.intent, ssebench.plugins.functional\n"
-        "core = loaded()\n"
-        "import ssebench.testing\n"
-        "print(json.dumps({'plugins': plugins, 'core': core, 'kit': loaded()}))\n"
-    )
-    assert json.loads(fresh_python(probe)) == {"plugins": [], "core": [], "kit": []}
-
-
 def test_every_subpackage_is_a_listed_package() -> None:
     """An editable install finds a subpackage missing from `packages`; a wheel leaves it out
     (test_packaging's wheel install proves it for real)."""
@@ -149,27 +118,6 @@ def test_every_subpackage_is_a_listed_package() -> None:
     }
     assert len(on_disk) >= 11
     assert on_disk == set(PYPROJECT["tool"]["setuptools"]["packages"])
-
-
-def domain_modules() -> list[str]:
-    """The domain: the modules directly in core/, as they install."""
-    return sorted(f"ssebench.core.{path.stem}" for path in (ROOT / "core").glob("*.py"))
-
-
-def test_the_domain_loads_no_transport() -> None:
-    """Every domain module imported in a fresh interpreter: none of them loads a transport."""
-    modules = domain_modules()
-    known = {"ssebench.core.check", "ssebench.core.orchestrator", "ssebench.core.report"}
-    assert known <= set(modules)
-    probe = (
-        "import importlib, json, sys\n"
-        "for name in sys.argv[1:]:\n"
-        "    importlib.import_module(name)\n"
-        f"loaded = {{m.split('.')[0] for m in sys.modules}} & set({TRANSPORT!r})\n"
-        "print(json.dumps({'imported': sorted(set(sys.argv[1:]) & set(sys.modules)),"
-        " 'transport': sorted(loaded)}))\n"
-    )
-    assert json.loads(fresh_python(probe, *modules)) == {"imported": modules, "transport": []}
 
 
 def oversized(source: str, name: str) -> list[str]:
@@ -207,15 +155,3 @@ def test_the_size_rule_finds_a_long_file_and_long_functions() -> None:
     assert oversized("def f():\n" + body * 50, "f.py") == ["f.py:1: f() is 51 lines"]
     method = "class C:\n    async def run(self):\n" + "        x = 1\n" * 50
     assert oversized(method, "c.py") == ["c.py:2: run() is 51 lines"]
-
-
-def test_the_helpers_beside_the_kit_need_no_pytest() -> None:
-    """The benchmarks import them without pytest; the kit then only lacks its fixture."""
-    probe = (
-        "import sys\n"
-        "sys.modules['pytest'] = None  # as if it were not installed\n"
-        "import ssebench.testing.servers, ssebench.testing.procs, ssebench.testing.calls\n"
-        "import ssebench.testing as kit\n"
-        "print(sorted(name for name in kit.__all__ if not hasattr(kit, name)))\n"
-    )
-    assert fresh_python(probe) == "['ssebench_task']\n"

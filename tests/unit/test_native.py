@@ -1,4 +1,5 @@
-"""HttpDaemon: the real app over real HTTP for the happy path; faults from MockTransport or sockets.
+"""HttpDaemon: the real app in-process for what it withholds (tests/e2e/test_native.py runs
+cases through it); faults from MockTransport or sockets.
 
 Every fault is a DaemonError with a one-line message, which the edge turns into the spec's
 internal-failure text.
@@ -7,7 +8,6 @@ internal-failure text.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import gzip
 import json
 import socket
@@ -25,7 +25,6 @@ from ssebench.core.daemons.base import Timeouts
 from ssebench.core.daemons.native import HttpDaemon
 from ssebench.core.errors import DaemonError
 from ssebench.core.logsource import read_whole
-from ssebench.core.protocol import Health
 from ssebench.core.registry import build_registry
 from ssebench.daemon.task import load_task
 from ssebench.plugins import build, functional, intent, poc
@@ -78,45 +77,6 @@ async def collect(daemon: HttpDaemon, result: CaseRun) -> bytes:
         return await asyncio.to_thread(read_whole, source)
     finally:
         source.close()
-
-
-def _timeless(result: CaseRun) -> CaseRun:
-    assert 0 <= result.seconds < 10
-    assert len(result.log_id) == 32
-    return dataclasses.replace(result, key="", seconds=0.0, log_id="-")
-
-
-def test_happy_path_against_the_real_app(tmp_path: Path) -> None:
-    async def job(daemon: HttpDaemon) -> list[Any]:
-        health = await daemon.health()
-        counts = await daemon.case_counts([BUILD, POCS, FUNCTIONAL])
-        timeouts = dict(daemon.case_timeouts)
-        built = await daemon.run_case(BUILD, 0)
-        built_log = await collect(daemon, built)
-        poc1 = await daemon.run_case(POCS, 1)
-        poc1_log = await collect(daemon, poc1)
-        failed = await daemon.run_case(FUNCTIONAL, 0)
-        failed_log = await collect(daemon, failed)
-        return [
-            health,
-            counts,
-            timeouts,
-            (_timeless(built), built_log),
-            (_timeless(poc1), poc1_log),
-            (_timeless(failed), failed_log),
-        ]
-
-    assert with_app(tmp_path, 1, job) == [
-        Health(status="ok", difficulty=1),
-        {"build": 1, "pocs": 2, "functional": 1},
-        {"build": 30.0, "pocs": 20.0, "functional": 3600.0},
-        (
-            CaseRun(0, None, False, 0.0, index=0, passed=True, log_id="-", log_size=13),
-            b"built\x00\xff\nwarn\n",
-        ),
-        (CaseRun(None, 11, False, 0.0, index=1, passed=False, log_id="-", log_size=5), b"poc1\n"),
-        (CaseRun(2, None, False, 0.0, index=0, passed=False, log_id="-", log_size=0), b""),
-    ]
 
 
 def test_a_check_the_daemon_withholds_is_a_daemon_error(tmp_path: Path) -> None:

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from ssebench.daemon.confine.policy import CaseUser
-from ssebench.daemon.confine.user import case_user, own_user
 from ssebench.daemon.runnercopy import RunnerCopy
 
 ROOT = os.geteuid() == 0
@@ -36,11 +35,6 @@ def files(root: Path) -> dict[str, str]:
         for p in sorted(root.rglob("*"))
         if p.is_file() or p.is_symlink()
     }
-
-
-@pytest.fixture
-def user() -> CaseUser:
-    return case_user() if ROOT else own_user()
 
 
 @pytest.fixture
@@ -159,19 +153,6 @@ def test_a_link_a_case_left_in_the_copy_is_replaced_not_followed(
     copy.sync()
     assert list(target.iterdir()) == []
     assert (copy.path / "src" / "a.c").read_text() == "int changed;\n"
-
-
-def test_an_adopted_tree_becomes_the_case_users_and_is_never_synced(
-    tmp_path: Path, user: CaseUser
-) -> None:
-    grade = tree(tmp_path / "grade")
-    runner = RunnerCopy(grade, user, adopt=True)
-    runner.sync()
-    assert all(p.lstat().st_uid == user.uid for p in [grade, *grade.rglob("*")])
-    (grade / "built").write_text("x\n")
-    runner.sync()
-    runner.close()
-    assert runner.path == grade and (grade / "built").exists()  # its maker removes it
 
 
 def test_protected_paths_stay_as_shipped(tmp_path: Path, user: CaseUser) -> None:

@@ -1,20 +1,17 @@
-"""A task's soundness from its cases' verdicts (core/validation.py), on hand-made outcomes, and
-the orchestrator's `every_case`, which validation needs to see every PoC's verdict."""
+"""A task's soundness from its cases' verdicts (core/validation.py), on hand-made outcomes
+(tests/e2e/test_validation.py runs the orchestrator's `every_case` on real cases)."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from ssebench.core.case import CaseRun
 from ssebench.core.check import Check, CheckOutcome, Outcome, Status
-from ssebench.core.orchestrator import run_checks
 from ssebench.core.validation import judge_task, validation_json, validation_table
 from ssebench.plugins.build import BUILD
 from ssebench.plugins.functional import FUNCTIONAL
 from ssebench.plugins.intent import INTENT
 from ssebench.plugins.poc import POCS
-from ssebench.testing import TaskHandle
 
 CHECKS = (BUILD, POCS, INTENT, FUNCTIONAL)
 # A run's verdicts: per check key, each case passed (True), failed (False) or not run (None).
@@ -156,18 +153,3 @@ def test_checks_are_known_by_their_fields_not_their_names() -> None:
     )
     problems = judge_task([renamed], [outcome(FIXED)]).problems
     assert problems == ("proofs case 0: passed as shipped; it must fail there (show the bug)",)
-
-
-def test_every_case_runs_past_the_first_failure(
-    ssebench_task: Callable[..., TaskHandle],
-) -> None:
-    task = ssebench_task({"pocs": ["exit 139", "echo clean", "kill -SEGV $$"]})
-    from ssebench.core.daemons.inprocess import local_daemon
-
-    async def passed(every_case: bool) -> list[bool]:
-        async with local_daemon(task.path, task.registry, None) as daemon:
-            found = await run_checks([POCS], None, daemon, every_case=every_case)
-        return [case.passed for case in found.outcomes[0].cases]
-
-    assert asyncio.run(passed(every_case=False)) == [False]
-    assert asyncio.run(passed(every_case=True)) == [False, True, False]

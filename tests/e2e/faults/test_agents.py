@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,6 +18,7 @@ import pytest
 from ssebench.testing.calls import call
 from ssebench.testing.procs import assert_none_left
 from ssebench.testing.servers import serving, write_task
+from ssebench.testing.waiting import wait_for
 
 from .reports import TOKEN_BUILD, check_token_report, saved_logs
 
@@ -80,10 +80,7 @@ def test_an_agent_killed_mid_call(server: Any) -> None:
     (server.task / "src" / "hang").touch()
     agent = _agent(server.url)
     try:
-        deadline = time.monotonic() + 30
-        while not running.exists():
-            assert time.monotonic() < deadline, "the build never started"
-            time.sleep(0.01)
+        wait_for(running.exists, 30, "the build started")
         os.kill(agent.pid, signal.SIGKILL)
         agent.wait(10)
     finally:

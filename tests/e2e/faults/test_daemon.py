@@ -137,10 +137,9 @@ def test_daemon_killed_mid_run(sidecar: Sidecar, scenario: Any) -> None:
     assert answers == [INTERNAL_FAILURE]
     assert_none_left(sidecar.task)
     assert saved_logs(sidecar.server) == logs_before
-    deadline = time.monotonic() + 3
-    while sidecar.folders() & spools:  # the guard removes them
-        assert time.monotonic() < deadline, "the killed daemon's spool was left behind"
-        time.sleep(0.02)
+    wait_for(  # the guard removes them
+        lambda: not sidecar.folders() & spools, 3, "the killed daemon's spool removed", 0.02
+    )
     sidecar.daemon = start_daemon(sidecar.tmp, sidecar.task, sidecar.port, sidecar.env)
 
 

@@ -47,6 +47,7 @@ from e2e.security.layout import (
 from e2e.security.services import Services, keys_described, sysv_queues
 from ssebench.core.daemons.local import available
 from ssebench.daemon.confine.user import case_user
+from ssebench.testing.procs import commands, process
 from ssebench.testing.servers import Server, clean_env, start_server
 
 pytestmark = [pytest.mark.security, pytest.mark.timeout(300)]
@@ -62,16 +63,7 @@ def mechanisms() -> list[str]:
 
 def leftovers() -> list[str]:
     """Processes the attack left running, by what they were started as."""
-    found = []
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, UnicodeDecodeError):
-            continue
-        if state not in "ZX" and LEFTOVERS.search(cmdline):
-            found.append(f"{entry}: {cmdline}")
-    return found
+    return [f"{pid}: {cmdline}" for pid, cmdline in commands(LEFTOVERS).items()]
 
 
 def kill_leftovers() -> None:
@@ -173,8 +165,8 @@ def test_the_attack_finds_nothing_withheld(
         assert services.heard == []
         assert (sysv_queues() - queues, keys_described(layout.marks.state)) == (set(), [])
         assert leftovers() == []
-        state = Path(f"/proc/{server.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        assert state in "SR"  # neither stopped nor killed
+        found = process(server.proc.pid)
+        assert found is not None and found.state in (b"S", b"R")  # neither stopped nor killed
         assert call(server).startswith(HEAD + NOT_RUN[level])
         assert f"ssebench: isolation: {mechanism} (" in server.stderr()
     finally:

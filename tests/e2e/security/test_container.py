@@ -24,6 +24,7 @@ IMAGE = os.environ.get("SSEBENCH_TEST_IMAGE", "")
 SUITE = [
     "tests/unit/test_policy.py",
     "tests/unit/test_runnercopy.py",
+    "tests/e2e/test_runnercopy.py",
     "tests/e2e/test_confine.py",
     "tests/e2e/security",
 ]

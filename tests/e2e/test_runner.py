@@ -21,6 +21,9 @@ from ssebench.daemon.confine.choice import UNCONFINED
 from ssebench.daemon.confine.policy import Policy
 from ssebench.daemon.confine.runner import GRACE_SECONDS, CaseEnd, Runner, RunnerError
 from ssebench.daemon.confine.user import own_user
+from ssebench.testing import procs
+from ssebench.testing.procs import alive, live_members
+from ssebench.testing.waiting import wait_for, wait_for_async
 
 LIVE_DEADLINE = 2.0
 REAP_DEADLINE = 4.0
@@ -68,32 +71,6 @@ def _outcome(finished: CaseEnd) -> CaseEnd:
     return dataclasses.replace(finished, seconds=0.0, killed=0)
 
 
-def _stat(pid: int) -> tuple[str, int] | None:
-    """(state, pgid) of a process, None when there is none."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    fields = text.rsplit(")", 1)[1].split()
-    return fields[0], int(fields[2])
-
-
-def _live_members(pgid: int) -> list[int]:
-    """Processes of the group that still run (zombies are dead already)."""
-    live = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            stat = _stat(int(entry.name))
-            if stat is not None and stat[1] == pgid and stat[0] not in "ZX":
-                live.append(int(entry.name))
-    return live
-
-
-def _alive(pid: int) -> bool:
-    stat = _stat(pid)
-    return stat is not None and stat[0] not in "ZX"
-
-
 def _group_exists(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
@@ -110,22 +87,16 @@ def wait_group_gone(
     Waiting for the reaping costs up to ~2 s of the init's time, so only some tests do.
     """
     started = time.monotonic() if started is None else started
-    live_gone = None
-    while True:
-        now = time.monotonic() - started
-        if live_gone is None and not _live_members(pgid):
-            live_gone = now
-            if not reaped:
-                return live_gone, None
-        if live_gone is not None and not _group_exists(pgid):
-            return live_gone, now
-        if live_gone is None and now > LIVE_DEADLINE:
-            pytest.fail(
-                f"group {pgid} still has live members {_live_members(pgid)} after {now:.1f}s"
-            )
-        if now > REAP_DEADLINE:
-            pytest.fail(f"group {pgid} still exists after {now:.1f}s (live: {_live_members(pgid)})")
-        time.sleep(0.02)
+    live_gone = procs.wait_group_gone(pgid, started, LIVE_DEADLINE)
+    if not reaped:
+        return live_gone, None
+    wait_for(
+        lambda: not _group_exists(pgid),
+        started + REAP_DEADLINE - time.monotonic(),
+        lambda: f"group {pgid} gone within {REAP_DEADLINE:g} s (live: {live_members(pgid)})",
+        0.02,
+    )
+    return live_gone, time.monotonic() - started
 
 
 def _read_ints(path: Path) -> list[int]:
@@ -201,7 +172,7 @@ def test_timeout_kills_the_command_and_its_children(tmp_path: Path) -> None:
     assert len(children) == 2
     live, gone = wait_group_gone(pgid, reaped=True)
     print(f"timeout: group live-free after {live:.3f}s, reaped after {gone:.3f}s")
-    assert [pid for pid in children if _alive(pid)] == []
+    assert [pid for pid in children if alive(pid)] == []
 
 
 def test_a_command_ignoring_sigterm_is_killed_after_the_grace(tmp_path: Path) -> None:
@@ -216,7 +187,7 @@ def test_a_command_ignoring_sigterm_is_killed_after_the_grace(tmp_path: Path) ->
     [pgid] = _read_ints(tmp_path / "pgid")
     live, _ = wait_group_gone(pgid)
     print(f"SIGTERM ignored: returned after {returned:.3f}s, live-free {live:.3f}s later")
-    assert not _alive(_read_ints(tmp_path / "children")[0])
+    assert not alive(_read_ints(tmp_path / "children")[0])
 
 
 def test_a_shell_that_dies_on_sigterm_does_not_spare_a_child_that_ignores_it(
@@ -253,7 +224,7 @@ def test_a_background_child_holding_stdout_does_not_hang_the_run(
     assert (tmp_path / "case.log").read_bytes() == b"done\n"
     [pgid] = _read_ints(tmp_path / "pgid")
     wait_group_gone(pgid)
-    assert not _alive(_read_ints(tmp_path / "children")[0])
+    assert not alive(_read_ints(tmp_path / "children")[0])
 
 
 ESCAPES = {
@@ -274,10 +245,7 @@ def test_processes_that_left_the_group_are_killed_at_the_end(tmp_path: Path, esc
         assert finished.exit_code == 0
         assert (tmp_path / "case.log").read_text() == "escaped\n"
         [pid] = _read_ints(tmp_path / "children")
-        deadline = time.monotonic() + LIVE_DEADLINE
-        while _alive(pid):
-            assert time.monotonic() < deadline, f"escaped process {pid} still runs"
-            time.sleep(0.02)
+        wait_for(lambda: not alive(pid), LIVE_DEADLINE, f"escaped process {pid} gone", 0.02)
         assert bystander.poll() is None
     finally:
         bystander.kill()
@@ -288,10 +256,7 @@ def test_an_escaped_process_is_killed_when_the_run_times_out(tmp_path: Path) -> 
     finished = _run(f"{ESCAPES['double-fork']}; sleep 30", tmp_path, timeout=0.5)
     assert finished.timed_out
     [pid] = _read_ints(tmp_path / "children")
-    deadline = time.monotonic() + LIVE_DEADLINE
-    while _alive(pid):
-        assert time.monotonic() < deadline, f"escaped process {pid} still runs"
-        time.sleep(0.02)
+    wait_for(lambda: not alive(pid), LIVE_DEADLINE, f"escaped process {pid} gone", 0.02)
 
 
 def test_stdout_and_stderr_are_interleaved_in_write_order(tmp_path: Path) -> None:
@@ -341,10 +306,8 @@ async def _cancel_when_started(tmp_path: Path, command: str, grace: float) -> fl
         )
     )
     pgid_file = tmp_path / "pgid"
-    deadline = time.monotonic() + 5.0
-    while not (pgid_file.exists() and (tmp_path / "children").exists()):
-        assert time.monotonic() < deadline, "the command never started"
-        await asyncio.sleep(0.02)
+    children = tmp_path / "children"
+    await wait_for_async(lambda: pgid_file.exists() and children.exists(), 5, "the start", 0.02)
     await asyncio.sleep(0.1)
     started = time.monotonic()
     run.cancel()
@@ -359,7 +322,7 @@ def test_cancellation_kills_the_group(tmp_path: Path) -> None:
     [pgid] = _read_ints(tmp_path / "pgid")
     live, gone = wait_group_gone(pgid, started, reaped=True)
     print(f"cancel: group live-free after {live:.3f}s, reaped after {gone:.3f}s")
-    assert not _alive(_read_ints(tmp_path / "children")[0])
+    assert not alive(_read_ints(tmp_path / "children")[0])
 
 
 def test_cancellation_kills_a_group_ignoring_sigterm_even_as_the_loop_closes(
@@ -372,7 +335,7 @@ def test_cancellation_kills_a_group_ignoring_sigterm_even_as_the_loop_closes(
     [pgid] = _read_ints(tmp_path / "pgid")
     live, _ = wait_group_gone(pgid, started)
     print(f"cancel, SIGTERM ignored: live-free after {live:.3f}s")
-    assert not _alive(_read_ints(tmp_path / "children")[0])
+    assert not alive(_read_ints(tmp_path / "children")[0])
 
 
 def test_a_missing_cwd_is_a_runner_error(tmp_path: Path) -> None:
