@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from pathlib import Path
 from typing import Any
@@ -54,3 +55,17 @@ def test_happy_path_against_the_real_app(tmp_path: Path) -> None:
         (CaseRun(None, 11, False, 0.0, index=1, passed=False, log_id="-", log_size=5), b"poc1\n"),
         (CaseRun(2, None, False, 0.0, index=0, passed=False, log_id="-", log_size=0), b""),
     ]
+
+
+def test_parts_of_a_log_are_read_by_range(tmp_path: Path) -> None:
+    """The tail rule reads a long log's head and end only: Range requests the real app answers
+    with exactly those bytes."""
+
+    async def job(daemon: HttpDaemon) -> list[bytes]:
+        built = await daemon.run_case(BUILD, 0)  # b"built\x00\xff\nwarn\n"
+        source = await daemon.open_log(built)
+        reads = [(0, 5), (5, 3), (9, 100), (12, 1), (13, 5), (0, 13)]
+        return [await asyncio.to_thread(source.read, *where) for where in reads]
+
+    parts = with_app(tmp_path, 1, job)
+    assert parts == [b"built", b"\x00\xff\n", b"arn\n", b"\n", b"", b"built\x00\xff\nwarn\n"]

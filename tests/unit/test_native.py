@@ -312,20 +312,6 @@ def test_a_log_fault_mid_stream_is_a_daemon_error() -> None:
     )
 
 
-def test_parts_of_a_log_are_read_by_range(tmp_path: Path) -> None:
-    """The tail rule reads a long log's head and end only: Range requests the real app answers
-    with exactly those bytes."""
-
-    async def job(daemon: HttpDaemon) -> list[bytes]:
-        built = await daemon.run_case(BUILD, 0)  # b"built\x00\xff\nwarn\n"
-        source = await daemon.open_log(built)
-        reads = [(0, 5), (5, 3), (9, 100), (12, 1), (13, 5), (0, 13)]
-        return [await asyncio.to_thread(source.read, *where) for where in reads]
-
-    parts = with_app(tmp_path, 1, job)
-    assert parts == [b"built", b"\x00\xff\n", b"arn\n", b"\n", b"", b"built\x00\xff\nwarn\n"]
-
-
 @pytest.mark.parametrize(
     ("status", "body", "message"),
     [
