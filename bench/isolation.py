@@ -20,7 +20,7 @@ from pathlib import Path
 
 from _common import machine, parser, run, scratch, table
 
-from ssebench.core.daemons.local import available, choose_isolation
+from ssebench.core.daemons.door import available, choose_isolation
 from ssebench.daemon.cases import Cases
 from ssebench.daemon.confine.user import case_user
 from ssebench.daemon.task import load_task

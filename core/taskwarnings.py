@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from ssebench.core.daemons.local import SYSTEM, Task, unmatched_globs
+from ssebench.core.daemons.door import SYSTEM, Task, unmatched_globs
 
 
 def task_warnings(task: Task, reverted: Sequence[str] = ()) -> list[str]:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from ssebench.core.signals import PocFile, Watch, excerpt
 
 if TYPE_CHECKING:
-    from ssebench.core.daemons.local import Task
+    from ssebench.core.daemons.door import Task
 
 MAKEFILES = ("GNUmakefile", "makefile", "Makefile")  # what make reads, in its order
 _READ_LIMIT = 8 << 20  # a PoC or a shipped file longer than this is not compared

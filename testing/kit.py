@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ssebench.core.case import CaseRun
 from ssebench.core.check import Check, CheckOutcome, Outcome
-from ssebench.core.daemons.local import load_task
+from ssebench.core.daemons.door import load_task
 from ssebench.core.logsource import read_whole
 from ssebench.core.orchestrator import run_checks, run_test_patch
 from ssebench.core.registry import Registry, build_registry
@@ -81,8 +81,8 @@ class TaskHandle:
     def _with_daemon(self, level: int | None, job: Callable[[Daemon], Awaitable[T]]) -> T:
         """Run `job` against a daemon of this task at `level`, made for the run alone."""
 
+        from ssebench.core.daemons.door import choose_isolation, runner_copy
         from ssebench.core.daemons.inprocess import local_daemon
-        from ssebench.core.daemons.local import choose_isolation, runner_copy
 
         mechanism = choose_isolation(self.isolation)
         if self._tree is None:

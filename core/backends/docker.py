@@ -30,7 +30,7 @@ from ssebench.core.backends.abi import last_line
 from ssebench.core.backends.boot import ABI, REQUEST, SITE
 from ssebench.core.backends.bundle import cache_dir, ensure_bundle
 from ssebench.core.backends.imagetree import on_this_machine
-from ssebench.core.daemons.local import Task, patched_copy
+from ssebench.core.daemons.door import Task, patched_copy
 from ssebench.core.ended import read_ended
 from ssebench.core.errors import ConfigError, NoVerdict
 from ssebench.core.stopping import stop_process

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from ssebench.core.cli.parser import EXIT_FAILED, EXIT_OK
 from ssebench.core.cli.requests import Basis, GradePatchRequest
 from ssebench.core.cli.root import Root
-from ssebench.core.daemons.local import NONE, load_task
+from ssebench.core.daemons.door import NONE, load_task
 from ssebench.core.errors import ConfigError
 
 if TYPE_CHECKING:

@@ -53,7 +53,7 @@ def run_job(job: Callable[[], Coroutine[Any, Any, T]]) -> T:
 
 
 def cmd_check(args: argparse.Namespace, root: Root) -> int:
-    from ssebench.core.daemons.local import log_owner
+    from ssebench.core.daemons.door import log_owner
     from ssebench.core.orchestrator import run_test_patch
 
     settings, task = root.settings, root.task

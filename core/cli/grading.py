@@ -84,7 +84,7 @@ def fresh_request(args: argparse.Namespace, root: Root) -> GradeFreshRequest:
 def grade_patch(root: Root, request: GradePatchRequest) -> PatchGrade:
     """The patch's verdict on a pristine copy of the task's tree, here or in its image. A patch
     that does not apply is unresolved; a grade that gave no verdict raises NoVerdict."""
-    from ssebench.core.daemons.local import read_patch
+    from ssebench.core.daemons.door import read_patch
     from ssebench.core.grade import patched_grade, reviewed
     from ssebench.core.signals import find_signals
     from ssebench.core.watch import watch_for
@@ -147,7 +147,7 @@ def run_on_copy(
     (None: as shipped) and its protected paths put back (added to `reverted`); in a fresh
     container (`fresh_container`), on the tree where it is. PatchError when it does not apply;
     NoVerdict after an internal failure."""
-    from ssebench.core.daemons.local import patched_copy
+    from ssebench.core.daemons.door import patched_copy
     from ssebench.core.grade import save_logs
     from ssebench.core.orchestrator import run_checks
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ssebench.core.cli.parser import EXIT_OK
 from ssebench.core.cli.root import Root
-from ssebench.core.daemons.local import IMAGE, load_task
+from ssebench.core.daemons.door import IMAGE, load_task
 from ssebench.core.errors import ConfigError
 from ssebench.core.importers.common import Imported, write_tasks
 

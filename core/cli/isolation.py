@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from ssebench.core.daemons.local import NONE, Mechanism
+from ssebench.core.daemons.door import NONE, Mechanism
 
 UNCONFINED_WARNING = (
     "isolation is off (--no-isolation): the agent's build, tests and PoCs can read every file "

@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ssebench.core.daemons.local import Task, copy_tree, make_folder, remove_folder
+from ssebench.core.daemons.door import Task, copy_tree, make_folder, remove_folder
 from ssebench.core.errors import ConfigError
 from ssebench.core.predictions import BadLine, parse_line
 from ssebench.core.treediff import diff_trees

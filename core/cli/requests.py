@@ -17,7 +17,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from ssebench.core.daemons.local import Mechanism
+from ssebench.core.daemons.door import Mechanism
 from ssebench.core.settings import Settings
 
 

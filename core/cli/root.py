@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ssebench.core.cli.isolation import announce
 from ssebench.core.cli.requests import Basis
-from ssebench.core.daemons.local import (
+from ssebench.core.daemons.door import (
     Mechanism,
     Task,
     adopt_isolation,

@@ -132,8 +132,8 @@ def serve(root: Root, request: ServeRequest) -> int:
     if task is not None:
         root.mechanism()
     with loading():
+        from ssebench.core.daemons.door import log_owner
         from ssebench.core.daemons.inprocess import http_adapter
-        from ssebench.core.daemons.local import log_owner
         from ssebench.core.server import http
         from ssebench.core.server.listen import bind_all, handed_over
 

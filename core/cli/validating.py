@@ -17,7 +17,7 @@ from ssebench.core.cli.grading import in_container, logs_folder, run_on_copy
 from ssebench.core.cli.parser import EXIT_FAILED, EXIT_OK
 from ssebench.core.cli.requests import ValidateRequest
 from ssebench.core.cli.root import Root
-from ssebench.core.daemons.local import Task
+from ssebench.core.daemons.door import Task
 from ssebench.core.errors import ConfigError, PatchError
 from ssebench.core.orchestrator import Progress
 from ssebench.core.registry import Registry
@@ -59,7 +59,7 @@ def cmd_validate(args: argparse.Namespace, root: Root) -> int:
 
 def validate_task(root: Root, request: ValidateRequest) -> Validation:
     """The task's validation: each tree graded `runs` times, here or in the task's image."""
-    from ssebench.core.daemons.local import read_patch
+    from ssebench.core.daemons.door import read_patch
     from ssebench.core.skeleton import unfinished
     from ssebench.core.taskwarnings import task_warnings
     from ssebench.core.validation import FIXED, SHIPPED, judge_task

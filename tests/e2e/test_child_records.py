@@ -14,7 +14,7 @@ from ssebench.core.cli.batchrun import grade_request
 from ssebench.core.cli.isolation import UNCONFINED_WARNING
 from ssebench.core.cli.requests import Basis, GradePatchRequest, ValidateRequest
 from ssebench.core.cli.run import CHILD
-from ssebench.core.daemons.local import Mechanism
+from ssebench.core.daemons.door import Mechanism
 from ssebench.core.ended import read_ended, why_no_verdict
 from ssebench.core.predictions import Prediction
 from ssebench.core.settings import load_settings

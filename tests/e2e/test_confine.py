@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ssebench.core.daemons.local import available, choose_isolation
+from ssebench.core.daemons.door import available, choose_isolation
 from ssebench.daemon.cases import Cases
 from ssebench.daemon.confine.procfs import processes
 from ssebench.daemon.confine.runner import CaseEnd

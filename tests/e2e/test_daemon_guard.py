@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ssebench.core.daemons.local import choose_isolation
+from ssebench.core.daemons.door import choose_isolation
 from ssebench.testing.servers import clean_env, free_port, runner_tree, ssebench_argv
 from ssebench.testing.waiting import wait_for
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ssebench.core.daemons.local import load_task
+from ssebench.core.daemons.door import load_task
 from ssebench.core.registry import build_registry
 from ssebench.core.signals import KINDS, PocFile, Watch, find_signals
 from ssebench.core.treediff import diff_trees

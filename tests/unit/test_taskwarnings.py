@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ssebench.core.daemons.local import load_task
+from ssebench.core.daemons.door import load_task
 from ssebench.core.registry import build_registry
 from ssebench.core.taskwarnings import task_warnings
 

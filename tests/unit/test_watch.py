@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ssebench.core.daemons.local import load_task
+from ssebench.core.daemons.door import load_task
 from ssebench.core.registry import build_registry
 from ssebench.core.signals import PocFile
 from ssebench.core.watch import command_paths, shipped_lines, watch_for

@@ -45,7 +45,7 @@ from e2e.security.layout import (
     task_state,
 )
 from e2e.security.services import Services, keys_described, sysv_queues
-from ssebench.core.daemons.local import available
+from ssebench.core.daemons.door import available
 from ssebench.daemon.confine.user import case_user
 from ssebench.testing.procs import commands, process
 from ssebench.testing.servers import Server, clean_env, start_server

@@ -25,8 +25,8 @@ import pytest
 
 from e2e.security.services import c_example, statuses, task_hashes
 from e2e.security.test_attacks import mechanisms
+from ssebench.core.daemons.door import choose_isolation
 from ssebench.core.daemons.inprocess import local_daemon
-from ssebench.core.daemons.local import choose_isolation
 from ssebench.core.registry import build_registry
 
 pytestmark = [pytest.mark.security, pytest.mark.timeout(300)]

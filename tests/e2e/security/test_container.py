@@ -36,7 +36,7 @@ SUITE = [
 @pytest.mark.parametrize("user", ["0", "65534"])
 def test_the_security_suite_holds_in_a_default_docker_container(user: str) -> None:
     probe = (
-        "/venv/bin/python -c 'from ssebench.core.daemons.local import choose_isolation as c; "
+        "/venv/bin/python -c 'from ssebench.core.daemons.door import choose_isolation as c; "
         "print(c(\"auto\").description)'; id -u; grep -E '^Seccomp:' /proc/self/status; "
         f"/venv/bin/python -m pytest -p no:cacheprovider -q -m 'not container' {' '.join(SUITE)}"
     )
