@@ -21,7 +21,7 @@ import stat
 import time
 from collections.abc import Iterable
 
-from ssebench.daemon.confine.policy import inside
+from ssebench.daemon.confine.leftovers import owned
 
 FLOOR = 128 << 20  # bytes of free space under which the machine, not the patch, is at fault
 PERIOD = 2.0  # seconds between two measurements at least, whatever the free space says
@@ -33,23 +33,28 @@ def free_bytes(path: str) -> int:
     return info.f_bavail * info.f_frsize
 
 
-def held(roots: Iterable[str], uid: int | None = None, skip: tuple[str, ...] = ()) -> int:
-    """Bytes of disk the files under `roots` hold (each inode once; only `uid`'s when given),
-    never following a link, not descending into `skip`."""
+def held(roots: Iterable[str], uid: int | None = None) -> int:
+    """Bytes of disk the files under `roots` (or the files `roots` are) hold, each inode once
+    and only `uid`'s when given, never following a link."""
     seen: set[tuple[int, int]] = set()
     total = 0
+
+    def count(path: str) -> None:
+        nonlocal total
+        with contextlib.suppress(OSError):
+            info = os.lstat(path)
+            key = (info.st_dev, info.st_ino)
+            if key in seen or (uid is not None and info.st_uid != uid):
+                return
+            seen.add(key)
+            if not stat.S_ISDIR(info.st_mode) or uid is not None:
+                total += info.st_blocks * 512
+
     for root in roots:
+        count(root)  # a file or folder of the case's user in a shared folder (an own one: 0)
         for here, folders, files in os.walk(root):
-            folders[:] = [f for f in folders if not inside(os.path.join(here, f), skip)]
             for name in (*folders, *files):
-                with contextlib.suppress(OSError):
-                    info = os.lstat(os.path.join(here, name))
-                    key = (info.st_dev, info.st_ino)
-                    if key in seen or (uid is not None and info.st_uid != uid):
-                        continue
-                    seen.add(key)
-                    if not stat.S_ISDIR(info.st_mode) or uid is not None:
-                        total += info.st_blocks * 512
+                count(os.path.join(here, name))
     return total
 
 
@@ -81,7 +86,10 @@ class DiskWatch:
         return found
 
     def usage(self) -> int:
-        return held(self.own) + held(self.shared, self.uid, skip=self.skip)
+        """What it holds: its own folders whole, and in the shared ones what its user owns,
+        found where that user can write (leftovers.owned: a shared /tmp may hold many files
+        of others', in folders the case could never reach, which are not walked)."""
+        return held(self.own) + held(owned(self.shared, self.uid, self.skip), self.uid)
 
     def look(self) -> tuple[str, str]:
         """("over", why) when the case holds more than its limit, ("fault", why) when the
