@@ -1,8 +1,10 @@
-"""A kit for testing checks: throw-away tasks run through the real daemon app, in-process.
+"""A kit for testing checks: throw-away tasks run through the real daemon's case service, in
+this process.
 
 Also a pytest plugin (entry point `pytest11`): the `ssebench_task` fixture makes tasks in the
 test's tmp_path. Beside the kit, and never imported by it (a plugin of every pytest session
-loads no transport): `servers`, `procs` and `calls`, the helpers of our own tests and benchmarks.
+loads no transport): `servers`, `ports`, `calls`, `procs`, `waiting`, `images` and `slurm`, the
+helpers of our own tests and benchmarks.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Throw-away tasks run through the real daemon app, in-process: the kit's tasks and handles.
+"""Throw-away tasks run through the real daemon's case service in this process: the kit's tasks
+and handles.
 
 The same code path as `ssebench check`: the daemon's case service in this process, the
 orchestrator, the report.

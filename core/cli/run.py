@@ -13,9 +13,10 @@ did not answer within SSE_MCP_TIMEOUT seconds, also without running CMD; 127 whe
 found.
 
 SIGTERM and SIGINT go on to CMD; when CMD ends, however it ends, the server gets SIGTERM, which
-stops a running call (and its process group) before the server exits. The server is asked by the
-typed request `serve` runs from (core/cli/requests.py's ServeRequest, made from the flags given
-to `run`, with the settings `run` read); CMD sees the environment we were given, unchanged.
+stops a running call (its case, and every process the case started) before the server exits.
+The server is asked by the typed request `serve` runs from (core/cli/requests.py's
+ServeRequest, made from the flags given to `run`, with the settings `run` read); CMD sees the
+environment we were given, unchanged.
 As PID 1 of a container, run under an init that reaps orphans (`docker run --init`): we wait
 only for our own two children.
 """

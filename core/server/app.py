@@ -6,8 +6,9 @@ while it waits for the lock and while a case runs, so clients that give up on a 
 not. A call is stopped when its client cancels it (notifications/cancelled, a client timeout,
 closing the session), and also when the HTTP request carrying it goes away (a closed stream at
 protocol 2026-07-28, a dropped POST stream from an older client, a client process that died).
-Stopping closes the request to the daemon, which kills the case's whole process group; the
-lock is held until the run has unwound, so the next call starts on a quiet tree.
+Stopping cancels the run: the daemon (the case service in this process, or the request to a
+daemon in another) stops the running case, and its supervisor ends every process the case
+started; the lock is held until the run has unwound, so the next call starts on a quiet tree.
 """
 
 from __future__ import annotations
@@ -114,7 +115,7 @@ async def _run_until_client_leaves(job: Coroutine[Any, Any, str]) -> str:
     finally:
         left.cancel()
         if not run.done():
-            run.cancel()  # closes the daemon request: the daemon kills the case's group
+            run.cancel()  # the daemon stops the case and every process it started
             with anyio.CancelScope(shield=True):
                 # The caller holds the lock until the run has unwound, so runs never overlap.
                 await asyncio.wait({run}, timeout=UNWIND_SECONDS)

@@ -1,8 +1,9 @@
-"""A call given up in any way kills the running command's whole process group within 2 s.
+"""A call given up in any way ends the running case within 2 s: every process it started.
 
-The task's build hangs while a flag file exists, leaving a background child in its group. Each
-test gives the call up its own way, measures from that instant until no live process of the
-group is left, then removes the flag and checks that the next call answers normally.
+The task's build hangs while a flag file exists, leaving a background child in the case's process
+group (its shell leads a session of its own). Each test gives the call up its own way, measures
+from that instant until no live process of the group is left, then removes the flag and checks
+that the next call answers normally.
 """
 
 from __future__ import annotations

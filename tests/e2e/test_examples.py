@@ -2,7 +2,7 @@
 """The example tasks, run for real: unpatched they fail as their READMEs say; patched they pass.
 
 Each example is copied to a temporary folder (never built in place), patched there with
-`patch -p1`, and run through the real daemon app (the kit) and the `ssebench grade` command.
+`patch -p1`, and run through the real daemon's case service (the kit) and `ssebench grade`.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 
 The expected texts below are copied from spec/mcp-server.md, not built from core/report.py, so
 a wrong constant there cannot hide here. Every task runs real `bash -c` commands through the
-daemon app; each command leaves a marker file, so the tests also show what did and did not run.
+real daemon (the kit's case service; its HTTP app where a test says so); each command leaves a
+marker file, so the tests also show what did and did not run.
 """
 
 from __future__ import annotations

@@ -149,7 +149,7 @@ def test_a_shell_reporting_a_child_signal_as_128_plus_n_reads_as_the_signal(
     tmp_path: Path,
 ) -> None:
     # Under bubblewrap, whose own status for a case killed by signal N is 128+N, the two cannot
-    # be told apart: so they read the same under every mechanism (daemon/supervisor.py).
+    # be told apart: so they read the same under every mechanism (daemon/confine/running.py).
     finished = _run("sh -c 'kill -SEGV $$'; exit $?", tmp_path)
     assert _outcome(finished) == CaseEnd(exit_code=None, signal=11, timed_out=False, seconds=0.0)
     finished = _run("exit 200", tmp_path)  # no signal 72: an exit status

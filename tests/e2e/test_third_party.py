@@ -49,7 +49,11 @@ def lint_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # Built from a copy: an in-tree build leaves build/ and *.egg-info in the repository.
     source = work / "source"
     shutil.copytree(PLUGIN, source, ignore=shutil.ignore_patterns("build", "*.egg-info", ".*"))
-    site = work / "site"
+    return pip_install(source, work / "site")
+
+
+def pip_install(source: Path, site: Path) -> Path:
+    """The package at `source` installed by pip into the folder `site`, never into the venv."""
     pip = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
     build = ["--no-build-isolation", "--no-index"] if _setuptools_builds_wheels() else []
     pip += ["--no-deps", *build, "--target", str(site), str(source)]
@@ -331,10 +335,3 @@ def test_each_problem_is_one_line_naming_the_plugin(case: str, tmp_path: Path) -
     task = str(make_task(tmp_path / "task"))
     done = ssebench(["check", "--task", task, "--quiet"], site=tmp_path / "site", work=tmp_path)
     assert done == [(2, "", f"ssebench: error: {message}\n")]
-
-
-def test_the_guide_shows_the_example_as_it_is() -> None:
-    """docs/plugins.md builds this very package: its two files appear there whole."""
-    guide = (ROOT / "docs" / "plugins.md").read_text()
-    for name in ("pyproject.toml", "ssebench_lint/__init__.py"):
-        assert (PLUGIN / name).read_text() in guide, name
