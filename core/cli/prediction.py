@@ -37,14 +37,21 @@ def prediction_line(task_id: str, model: str, patch: bytes) -> str:
     return line
 
 
+def prediction_name(task: Task, task_id: str | None, model: str) -> str:
+    """The task id the prediction will name: a bad one, or a bad model, is refused before `run`
+    binds a port or starts anything."""
+    name = task_id if task_id is not None else task.directory.name
+    prediction_line(name, model, b"")
+    return name
+
+
 @contextlib.contextmanager
 def recorded(
     task: Task, out: Path, task_id: str | None, model: str
 ) -> Iterator[Callable[[int], int]]:
     """Keep the tree as shipped; what is yielded, given CMD's exit status once the agent and
     the server are gone, writes `out` and returns the status `run` ends with."""
-    name = task_id if task_id is not None else task.directory.name
-    prediction_line(name, model, b"")  # a bad task id or model stops us before the agent runs
+    name = prediction_name(task, task_id, model)
     folder = make_folder("ssebench-shipped-")
     try:
         shipped = folder / "source"

@@ -181,6 +181,11 @@ def cmd_run(args: argparse.Namespace, root: Root) -> int:
         raise ConfigError("--model and --task-id name a prediction: use --prediction-out FILE")
     if args.prediction_out is not None and task is None:
         raise ConfigError("--prediction-out records the change to a task's tree: use --task DIR")
+    if args.prediction_out is not None:
+        from ssebench.core.cli.prediction import prediction_name
+
+        assert task is not None
+        prediction_name(task, args.task_id, args.model or DEFAULT_MODEL)
     # Bound here and handed to the server: a port another server holds is refused before
     # anything starts, and no other server can answer in our server's place.
     sockets = bind_all(addresses(request, task is not None))

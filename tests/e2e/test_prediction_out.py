@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 from pathlib import Path
 
 import pytest
@@ -91,13 +92,24 @@ def test_an_untouched_tree_is_an_empty_patch(tmp_path: Path) -> None:
 def test_a_bad_name_stops_run_before_the_agent(
     tmp_path: Path, flags: list[str], error: str
 ) -> None:
+    """Before its ports too: with them held by another program, the name is what is refused."""
     task = tmp_path / "task"
     (task / "src").mkdir(parents=True)
     (task / "task.toml").write_text('source = "src"\n[checks.build]\nrun = "true"\n')
     marker = tmp_path / "agent-ran"
     flags = [flag.replace("{out}", str(tmp_path / "p.jsonl")) for flag in flags]
-    done = run_ssebench("run", "--task", str(task), *flags, "--", "touch", str(marker),
-                        env=clean_env(tmp_path))  # fmt: skip
+    with (
+        socket.create_server(("127.0.0.1", 0)) as held,
+        socket.create_server(("127.0.0.1", 0)) as daemon,
+    ):
+        ports = [
+            "--port",
+            str(held.getsockname()[1]),
+            "--daemon-port",
+            str(daemon.getsockname()[1]),
+        ]
+        done = run_ssebench("run", "--task", str(task), *ports, *flags, "--", "touch",
+                            str(marker), env=clean_env(tmp_path))  # fmt: skip
     assert (done.returncode, done.stderr) == (2, f"ssebench: error: {error}\n")
     assert not marker.exists() and not (tmp_path / "p.jsonl").exists()
 
