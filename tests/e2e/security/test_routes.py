@@ -157,6 +157,12 @@ def test_a_root_daemon_runs_the_agents_tree_as_a_user_of_its_own_on_a_copy(
         "- functional tests: passed (covered by the intent tests)\n",
     )
     assert not (task / "src" / "rle").exists()  # built in the daemon's copy, not the tree
+    # The agent's own user gained nothing: the locked folder is as locked to it as before,
+    # and no ACL entry of the cases' user is left on it.
+    peek = subprocess.run(["setpriv", "--reuid=1001", "--regid=1001", "--clear-groups", "cat",
+                           str(task / "task.toml")], capture_output=True)  # fmt: skip
+    assert peek.returncode != 0 and peek.stdout == b""
+    assert not os.listxattr(task) or "system.posix_acl_access" not in os.listxattr(task)
     logs, patch = tmp_path / "logs", tmp_path / "add.patch"
     patch.write_text("--- /dev/null\n+++ b/NOTES\n@@ -0,0 +1 @@\n+a note\n")
     graded = run_cli("grade", "--task", str(task), "--patch", str(patch), "--isolation",
