@@ -32,21 +32,36 @@ def log_to_stderr() -> None:
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
 
 
-def _commands() -> dict[str, Callable[[argparse.Namespace, Root], int]]:
-    from ssebench.core.cli import evaluate, grading, importing, newtask, serve, validating
+def _command(name: str) -> Callable[[argparse.Namespace, Root], int]:
+    """The function of command `name`, with only its own module imported: `serve` starts
+    without grading's verdicts or the importers (bench/startup.py)."""
+    match name:
+        case "check" | "plugins":
+            from ssebench.core.cli import evaluate
+
+            return evaluate.cmd_check if name == "check" else evaluate.cmd_plugins
+        case "grade":
+            from ssebench.core.cli.grading import cmd_grade
+
+            return cmd_grade
+        case "validate":
+            from ssebench.core.cli.validating import cmd_validate
+
+            return cmd_validate
+        case "new":
+            from ssebench.core.cli.newtask import cmd_new
+
+            return cmd_new
+        case "import":
+            from ssebench.core.cli.importing import cmd_import
+
+            return cmd_import
+    from ssebench.core.cli import serve
 
     return {
-        "check": evaluate.cmd_check,
-        "grade": grading.cmd_grade,
-        "validate": validating.cmd_validate,
-        "plugins": evaluate.cmd_plugins,
-        "daemon": serve.cmd_daemon,
-        "serve": serve.cmd_serve,
-        "run": serve.cmd_run,
+        "daemon": serve.cmd_daemon, "serve": serve.cmd_serve, "run": serve.cmd_run,
         "mcp-config": serve.cmd_mcp_config,
-        "new": newtask.cmd_new,
-        "import": importing.cmd_import,
-    }
+    }[name]  # fmt: skip
 
 
 def finish(command: Callable[[], int]) -> int:
@@ -79,6 +94,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     def command() -> int:
         from ssebench.core.cli.root import compose
 
-        return _commands()[args.command](args, compose(args))
+        return _command(args.command)(args, compose(args))
 
     sys.exit(finish(command))
