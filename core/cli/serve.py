@@ -59,8 +59,7 @@ def cmd_daemon(args: argparse.Namespace, root: Root) -> int:
     task, level = root.task, root.settings.difficulty
     assert task is not None  # --task is required
     check_address(args.host, args.allow_remote)
-    root.mechanism()  # refused in one line before a port is taken
-    with loading():
+    with root.proving(), loading():  # refused in one line before a port is taken
         from ssebench.core.daemons.inprocess import http_adapter
         from ssebench.core.server.listen import bind_all, serve_all
 
@@ -129,9 +128,7 @@ def serve(root: Root, request: ServeRequest) -> int:
     here; checked before the imports."""
     check_serving(root, request)
     task, settings = root.task, root.settings
-    if task is not None:
-        root.mechanism()
-    with loading():
+    with root.proving(), loading():
         from ssebench.core.daemons.door import log_owner
         from ssebench.core.daemons.inprocess import http_adapter
         from ssebench.core.server import http
