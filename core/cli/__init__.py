@@ -8,8 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from ssebench.core.cli.parser import EXIT_OK, EXIT_USAGE, build_parser
-from ssebench.core.cli.startup import skip_httpx_cli
+from ssebench.core.cli.startup import loading, skip_httpx_cli
 from ssebench.core.errors import ConfigError, NoVerdict
 
 if TYPE_CHECKING:
@@ -67,6 +66,8 @@ def _command(name: str) -> Callable[[argparse.Namespace, Root], int]:
 def finish(command: Callable[[], int]) -> int:
     """Run a command to its exit status: a bad setting, flag or task is one line and 2; a
     command that gave no verdict ends with its status, its cause said already."""
+    from ssebench.core.cli.parser import EXIT_OK, EXIT_USAGE
+
     try:
         return command()
     except ConfigError as exc:
@@ -84,16 +85,20 @@ def finish(command: Callable[[], int]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> None:
     skip_httpx_cli()
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command is None:  # asking what there is, as --help does
-        parser.print_help()
-        sys.exit(EXIT_OK)
+    with loading():  # the command line's modules and the command's own
+        from ssebench.core.cli.parser import EXIT_OK, build_parser
+
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if args.command is None:  # asking what there is, as --help does
+            parser.print_help()
+            sys.exit(EXIT_OK)
+        run = _command(args.command)
     log_to_stderr()
 
     def command() -> int:
         from ssebench.core.cli.root import compose
 
-        return _command(args.command)(args, compose(args))
+        return run(args, compose(args))
 
     sys.exit(finish(command))
