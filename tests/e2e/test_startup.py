@@ -16,6 +16,7 @@ from ssebench.core.daemons.door import available, choose_isolation, start_isolat
 from ssebench.core.errors import ConfigError
 from ssebench.daemon.confine.user import case_user
 from ssebench.daemon.guard import private_parent
+from ssebench.testing.servers import clean_env, free_port, ssebench_argv
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -61,6 +62,26 @@ def test_proving_a_mechanism_that_does_not_exist_is_refused_on_the_way_in(
     with refused, root.proving():
         entered = True
     assert not entered
+
+
+def test_a_probe_case_that_fails_stops_serve_in_one_line(tmp_path: Path) -> None:
+    """The probe case is judged after the server's modules load: its failure is still the one
+    line, and serve says nothing else (no isolation, no address)."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "bwrap").write_text('#!/bin/sh\necho "bwrap: no namespaces here" >&2\nexit 1\n')
+    (fake / "bwrap").chmod(0o755)
+    env = clean_env(tmp_path)
+    env["PATH"] = f"{fake}:{env['PATH']}"
+    port = free_port()
+    args = ("serve", "--task", str(a_task(tmp_path)), "--isolation", "bubblewrap")
+    argv = ssebench_argv(*args, "--port", str(port), "--daemon-port", str(free_port()))
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60)
+    assert (done.returncode, done.stderr) == (
+        2,
+        "ssebench: error: bubblewrap cannot isolate cases here: a probe case failed: "
+        "bwrap: no namespaces here\n",
+    )
 
 
 def test_a_command_loads_only_its_own_familys_modules() -> None:
