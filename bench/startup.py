@@ -4,9 +4,10 @@ The baseline is a minimal FastMCP server with one tool, started the same way (th
 `-c`, loopback, Streamable HTTP at /mcp) and timed the same way: from Popen until a POST of
 initialize is answered, polling every 5 ms. Pairs alternate which server starts first.
 Both start from bytecode, as installed servers do (pip compiles a wheel's modules at install,
-fastmcp's as ssebench's): a checkout run with PYTHONDONTWRITEBYTECODE set (CI, containers)
-would otherwise compile ssebench's ~70 modules from source at every start, ~40 ms that no
-installed server spends, so ssebench's own modules are compiled first, in place.
+fastmcp's as ssebench's; the Docker backend's bundle is compiled too): an editable checkout run
+with PYTHONDONTWRITEBYTECODE set, as the benchmark machine's sessions are, would otherwise
+compile ssebench's ~70 modules from source at every start, ~50 ms that no installed server
+spends, while fastmcp's come compiled. So ssebench's own modules are compiled first, in place.
 Target: ratio of the medians <= 1.1.
 """
 
