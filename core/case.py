@@ -7,6 +7,7 @@ orchestrator, which keeps it in the check's outcome. A field added here appears 
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -66,16 +67,20 @@ class CaseRun:
         return bool(pending) and pattern.search(pending) is not None
 
 
-_WIRE: TypeAdapter[CaseRun] = TypeAdapter(CaseRun)
+@functools.cache
+def _wire() -> TypeAdapter[CaseRun]:
+    """Built at first use: a daemon in this process never puts a case on the wire, and `serve`
+    starts sooner without it (bench/startup.py)."""
+    return TypeAdapter(CaseRun)
 
 
 def case_to_wire(case: CaseRun) -> dict[str, Any]:
     """The JSON object the daemon answers a run with."""
-    wire: dict[str, Any] = _WIRE.dump_python(case, mode="json", exclude=set(DAEMON_SIDE))
+    wire: dict[str, Any] = _wire().dump_python(case, mode="json", exclude=set(DAEMON_SIDE))
     return wire
 
 
 def case_from_wire(data: bytes | str) -> CaseRun:
     """The record back from the daemon's JSON; unknown fields are ignored (a newer daemon), and
     so are daemon-side ones: a path in another process's file system means nothing here."""
-    return replace(_WIRE.validate_json(data), log_path=None, options=None)
+    return replace(_wire().validate_json(data), log_path=None, options=None)

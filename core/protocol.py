@@ -12,7 +12,8 @@ API_PREFIX = "/v1"
 
 class _Wire(BaseModel):
     # Extra fields are ignored, so a newer daemon that adds one still talks to this client.
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    # Built at first use: `serve` starts without them (bench/startup.py).
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
 
 
 class Health(_Wire):

@@ -36,14 +36,22 @@ class Registry:
         return next((check for check in self.checks if check.key == key), None)
 
 
-def _distribution(ep: EntryPoint) -> str | None:
-    return ep.dist.name if ep.dist is not None else None
-
-
-def _describe(ep: EntryPoint) -> str:
-    dist = ep.dist
-    where = f" ({dist.name} {dist.version})" if dist is not None else ""
-    return f'"{ep.name}"{where}'
+def _labelled(found: Iterable[EntryPoint]) -> list[tuple[EntryPoint, str | None, str]]:
+    """Each entry point with its distribution's name and how messages name it: `"ep" (dist
+    version)`. A distribution's metadata is read once (each read parses its METADATA file)."""
+    read: dict[int, tuple[str, str]] = {}
+    labelled: list[tuple[EntryPoint, str | None, str]] = []
+    for ep in found:
+        dist = ep.dist
+        if dist is None:
+            labelled.append((ep, None, f'"{ep.name}"'))
+            continue
+        if id(dist) not in read:
+            metadata = dist.metadata
+            read[id(dist)] = (metadata["Name"], metadata["Version"])
+        name, version = read[id(dist)]
+        labelled.append((ep, name, f'"{ep.name}" ({name} {version})'))
+    return labelled
 
 
 def build_registry(*, plugins: Iterable[object] = (), use_entry_points: bool = True) -> Registry:
@@ -74,9 +82,8 @@ def build_registry(*, plugins: Iterable[object] = (), use_entry_points: bool = T
 
 def _load_entry_points(pm: pluggy.PluginManager, labels: dict[str, str]) -> None:
     # ssebench's own checks first, so a clash is blamed on the plugin that came second.
-    found = entry_points(group=ENTRY_POINT_GROUP)
-    for ep in sorted(found, key=lambda e: (_distribution(e) != "ssebench", e.name)):
-        label = _describe(ep)
+    labelled = _labelled(entry_points(group=ENTRY_POINT_GROUP))
+    for ep, _, label in sorted(labelled, key=lambda found: (found[1] != "ssebench", found[0].name)):
         try:
             plugin = ep.load()
         except Exception as exc:

@@ -8,8 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from ssebench.core.cli.parser import EXIT_OK, EXIT_USAGE, build_parser
-from ssebench.core.cli.startup import skip_httpx_cli
+from ssebench.core.cli.startup import loading, skip_httpx_cli
 from ssebench.core.errors import ConfigError, NoVerdict
 
 if TYPE_CHECKING:
@@ -32,26 +31,43 @@ def log_to_stderr() -> None:
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
 
 
-def _commands() -> dict[str, Callable[[argparse.Namespace, Root], int]]:
-    from ssebench.core.cli import evaluate, grading, importing, newtask, serve, validating
+def _command(name: str) -> Callable[[argparse.Namespace, Root], int]:
+    """The function of command `name`, with only its own module imported: `serve` starts
+    without grading's verdicts or the importers (bench/startup.py)."""
+    match name:
+        case "check" | "plugins":
+            from ssebench.core.cli import evaluate
+
+            return evaluate.cmd_check if name == "check" else evaluate.cmd_plugins
+        case "grade":
+            from ssebench.core.cli.grading import cmd_grade
+
+            return cmd_grade
+        case "validate":
+            from ssebench.core.cli.validating import cmd_validate
+
+            return cmd_validate
+        case "new":
+            from ssebench.core.cli.newtask import cmd_new
+
+            return cmd_new
+        case "import":
+            from ssebench.core.cli.importing import cmd_import
+
+            return cmd_import
+    from ssebench.core.cli import serve
 
     return {
-        "check": evaluate.cmd_check,
-        "grade": grading.cmd_grade,
-        "validate": validating.cmd_validate,
-        "plugins": evaluate.cmd_plugins,
-        "daemon": serve.cmd_daemon,
-        "serve": serve.cmd_serve,
-        "run": serve.cmd_run,
+        "daemon": serve.cmd_daemon, "serve": serve.cmd_serve, "run": serve.cmd_run,
         "mcp-config": serve.cmd_mcp_config,
-        "new": newtask.cmd_new,
-        "import": importing.cmd_import,
-    }
+    }[name]  # fmt: skip
 
 
 def finish(command: Callable[[], int]) -> int:
     """Run a command to its exit status: a bad setting, flag or task is one line and 2; a
     command that gave no verdict ends with its status, its cause said already."""
+    from ssebench.core.cli.parser import EXIT_OK, EXIT_USAGE
+
     try:
         return command()
     except ConfigError as exc:
@@ -69,16 +85,20 @@ def finish(command: Callable[[], int]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> None:
     skip_httpx_cli()
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command is None:  # asking what there is, as --help does
-        parser.print_help()
-        sys.exit(EXIT_OK)
+    with loading():  # the command line's modules and the command's own
+        from ssebench.core.cli.parser import EXIT_OK, build_parser
+
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if args.command is None:  # asking what there is, as --help does
+            parser.print_help()
+            sys.exit(EXIT_OK)
+        run = _command(args.command)
     log_to_stderr()
 
     def command() -> int:
         from ssebench.core.cli.root import compose
 
-        return _commands()[args.command](args, compose(args))
+        return run(args, compose(args))
 
     sys.exit(finish(command))

@@ -22,7 +22,8 @@ from ssebench.core.settings import Settings
 
 
 class Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Built at first use: `serve` starts building only its Basis (bench/startup.py).
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class Basis(Record):
@@ -92,4 +93,4 @@ Request = Annotated[
     GradePatchRequest | GradeFreshRequest | ValidateRequest | ServeRequest,
     Field(discriminator="command"),
 ]
-REQUESTS: TypeAdapter[Request] = TypeAdapter(Request)
+REQUESTS: TypeAdapter[Request] = TypeAdapter(Request, config=ConfigDict(defer_build=True))

@@ -16,7 +16,7 @@ import argparse
 import contextlib
 import functools
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 from ssebench.core.cli.isolation import announce
@@ -27,8 +27,9 @@ from ssebench.core.daemons.door import (
     adopt_isolation,
     choose_isolation,
     load_task,
+    start_isolation,
 )
-from ssebench.core.errors import DaemonError
+from ssebench.core.errors import ConfigError, DaemonError
 from ssebench.core.orchestrator import Daemon
 from ssebench.core.registry import Registry, build_registry
 from ssebench.core.settings import load_settings
@@ -86,6 +87,23 @@ class Root:
         if self._mechanism is None:
             self._mechanism = choose_isolation(self.basis.isolation, self.basis.case_user)
         return self._mechanism
+
+    @contextlib.contextmanager
+    def proving(self) -> Iterator[None]:
+        """Prove the isolation while the body runs (`serve` imports its server, ~0.5 s; the
+        probe case's processes need nothing of ours meanwhile): on leaving, the mechanism is
+        chosen, or its one-line error raised. Nothing to prove without a task here."""
+        if self._mechanism is not None or self.task is None:
+            yield
+            return
+        finish = start_isolation(self.basis.isolation, self.basis.case_user)
+        try:
+            yield
+        except BaseException:
+            with contextlib.suppress(ConfigError):
+                finish()  # the probe case ends and its folder goes; the body's error is told
+            raise
+        self._mechanism = finish()
 
     def announce(self, *, quiet: bool = False) -> None:
         """Name the mechanism on stderr, once, when this command runs cases here (a task); a

@@ -16,7 +16,6 @@ from ssebench.core.cli.requests import ServeRequest
 from ssebench.core.cli.root import Root
 from ssebench.core.cli.startup import loading
 from ssebench.core.errors import ConfigError
-from ssebench.core.predictions import DEFAULT_MODEL
 
 DAEMON_HOST = "127.0.0.1"  # the embedded daemon: loopback only, whatever --host says
 NAME = "ssebench"
@@ -60,8 +59,7 @@ def cmd_daemon(args: argparse.Namespace, root: Root) -> int:
     task, level = root.task, root.settings.difficulty
     assert task is not None  # --task is required
     check_address(args.host, args.allow_remote)
-    root.mechanism()  # refused in one line before a port is taken
-    with loading():
+    with root.proving(), loading():  # refused in one line before a port is taken
         from ssebench.core.daemons.inprocess import http_adapter
         from ssebench.core.server.listen import bind_all, serve_all
 
@@ -97,13 +95,14 @@ def serve_request(args: argparse.Namespace, root: Root) -> ServeRequest:
 def check_serving(root: Root, request: ServeRequest) -> None:
     """Everything serve checks before it binds: the task, a daemon to talk to, the addresses.
     One line each."""
-    from ssebench.core.daemons.connect import daemon_location
+    if root.task is None:
+        from ssebench.core.daemons.connect import daemon_location  # sidecar mode's clients
 
-    if root.task is None and daemon_location(root.settings.daemon_url) is None:
-        raise ConfigError(
-            "serve needs --task DIR (embedded daemon), or a daemon to talk to: --daemon-url URL, "
-            "SSE_DAEMON_URL, SSE_DAEMON_SOCKET or SSE_AGENT_DOCKER"
-        )
+        if daemon_location(root.settings.daemon_url) is None:
+            raise ConfigError(
+                "serve needs --task DIR (embedded daemon), or a daemon to talk to: --daemon-url "
+                "URL, SSE_DAEMON_URL, SSE_DAEMON_SOCKET or SSE_AGENT_DOCKER"
+            )
     if root.task is not None and request.port == request.daemon_port:
         raise ConfigError(
             f"--port and --daemon-port are both {request.port}; the embedded daemon needs its own"
@@ -129,9 +128,7 @@ def serve(root: Root, request: ServeRequest) -> int:
     here; checked before the imports."""
     check_serving(root, request)
     task, settings = root.task, root.settings
-    if task is not None:
-        root.mechanism()
-    with loading():
+    with root.proving(), loading():
         from ssebench.core.daemons.door import log_owner
         from ssebench.core.daemons.inprocess import http_adapter
         from ssebench.core.server import http
@@ -196,6 +193,7 @@ def cmd_run(args: argparse.Namespace, root: Root) -> int:
     if args.prediction_out is None:
         return run.run_with_server(server, command, url, timeout)
     from ssebench.core.cli.prediction import recorded
+    from ssebench.core.predictions import DEFAULT_MODEL
 
     assert task is not None
     with recorded(task, args.prediction_out, args.task_id, args.model or DEFAULT_MODEL) as done:

@@ -6,7 +6,8 @@
 - `loading`: imports make only long-lived objects, yet each full collection walks all of them:
   172-196 ms of the server's start-up went to the cycle collector (2 full collections), and
   later ~50 ms pauses inside calls. Importing with the collector off and freezing what was
-  loaded leaves ~20 ms.
+  loaded leaves ~20 ms. The command line's own modules (parser, settings, the command's
+  family) load the same way: ~5 ms more.
 """
 
 from __future__ import annotations

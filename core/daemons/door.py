@@ -7,11 +7,13 @@ and core/server imports daemon/ itself (a meta-test checks), so the layer's surf
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ssebench.core.errors import ConfigError
 from ssebench.daemon.cases import log_owner
-from ssebench.daemon.confine.choice import NONE, available, choose
+from ssebench.daemon.confine.choice import NONE, available, choose, choosing
 from ssebench.daemon.confine.mechanism import IsolationError, Mechanism
 from ssebench.daemon.confine.policy import SYSTEM
 from ssebench.daemon.confine.user import CaseUserError, case_user, own_user, protect_self
@@ -39,6 +41,7 @@ __all__ = [
     "read_patch",
     "remove_folder",
     "runner_copy",
+    "start_isolation",
     "unmatched_globs",
 ]
 
@@ -53,12 +56,30 @@ def choose_isolation(requested: str, user: str | None = None) -> Mechanism:
     """The mechanism `requested` names (auto: the strongest a probe case shows to work here, as
     a case user like the cases' own: `user`, `--case-user`, or one of their own); where none
     works, a one-line error naming what to install. This process becomes undumpable."""
+    return start_isolation(requested, user)()
+
+
+def start_isolation(requested: str, user: str | None = None) -> Callable[[], Mechanism]:
+    """`choose_isolation`, begun: its probe case runs while the caller goes on; calling the
+    result ends it, with the same mechanism or one-line error."""
+    with _one_line():
+        chosen = choosing(requested, own_user() if requested == NONE else case_user(user))
+
+    def finish() -> Mechanism:
+        with _one_line():
+            mechanism = chosen()
+        protect_self()
+        return mechanism
+
+    return finish
+
+
+@contextlib.contextmanager
+def _one_line() -> Iterator[None]:
     try:
-        mechanism = choose(requested, own_user() if requested == NONE else case_user(user))
+        yield
     except (IsolationError, CaseUserError) as exc:
         raise ConfigError(str(exc)) from None
-    protect_self()
-    return mechanism
 
 
 def adopt_isolation(mechanism: Mechanism) -> Mechanism:

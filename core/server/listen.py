@@ -82,8 +82,13 @@ class _Server(uvicorn.Server):
 async def serve_all(apps: Sequence[ASGIApp], sockets: Sequence[socket.socket], ready: str) -> None:
     """Run every app on its socket, print `ready` once all have started; one SIGINT or SIGTERM
     stops all of them together."""
+    # No WebSocket is ever served: ws="none" spares importing a WebSocket protocol at start.
     servers = [
-        _Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=STOP_GRACE))
+        _Server(
+            uvicorn.Config(
+                app, log_level="warning", timeout_graceful_shutdown=STOP_GRACE, ws="none"
+            )
+        )
         for app in apps
     ]
     quiet = QuietStop()

@@ -6,6 +6,8 @@ A mechanism is named only once a real case ran under it, as the user cases will 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ssebench.daemon.confine import bubblewrap, landlock
 from ssebench.daemon.confine.mechanism import Confinement, IsolationError, Mechanism, Unconfined
 from ssebench.daemon.confine.policy import CaseUser
@@ -36,23 +38,48 @@ def confinement(mechanism: Mechanism, user: CaseUser) -> Confinement:
 def choose(requested: str, user: CaseUser) -> Mechanism:
     """The strongest mechanism that ran a probe case here as `user` ('auto'), or the one asked
     for; IsolationError saying why when none (or not that one) can."""
+    return choosing(requested, user)()
+
+
+def choosing(requested: str, user: CaseUser) -> Callable[[], Mechanism]:
+    """`choose`, begun: the first candidate's probe case runs while the caller goes on (`serve`
+    imports its server meanwhile); calling the result waits for it, probes the next candidates
+    should it fail, and returns the mechanism or raises as `choose` does."""
     if requested == NONE:
-        return UNCONFINED
+        return lambda: UNCONFINED
     if requested != "auto" and requested not in CANDIDATES:
         raise IsolationError(f"unknown isolation mechanism {requested!r}")
-    from ssebench.daemon.confine.probe import probe  # the probe runs a case: it needs it all
+    names = list(CANDIDATES) if requested == "auto" else [requested]
+    first = _probing(names[0], user)
 
-    for name in CANDIDATES if requested == "auto" else (requested,):
-        found = CANDIDATES[name]()
-        if isinstance(found, Mechanism):
-            failure = probe(found, user)
-            if failure is None:
+    def chosen() -> Mechanism:
+        for name in names:
+            found = first() if name == names[0] else _probing(name, user)()
+            if isinstance(found, Mechanism):
                 return found
-            found = f"a probe case failed: {failure}"
-        if requested != "auto":
-            what = "bubblewrap" if name == bubblewrap.NAME else "Landlock"
-            raise IsolationError(f"{what} cannot isolate cases here: {found}")
-    raise IsolationError(INSTALL_HINT)
+            if requested != "auto":
+                what = "bubblewrap" if name == bubblewrap.NAME else "Landlock"
+                raise IsolationError(f"{what} cannot isolate cases here: {found}")
+        raise IsolationError(INSTALL_HINT)
+
+    return chosen
+
+
+def _probing(name: str, user: CaseUser) -> Callable[[], Mechanism | str]:
+    """Candidate `name`'s probe case, started: the call gives the mechanism once the case ran
+    under it, else why not."""
+    from ssebench.daemon.confine.probe import ProbeCase  # the probe runs a case: it needs it all
+
+    found = CANDIDATES[name]()
+    if not isinstance(found, Mechanism):
+        return lambda: found
+    case = ProbeCase(found, user)
+
+    def judged() -> Mechanism | str:
+        failure = case.outcome()
+        return found if failure is None else f"a probe case failed: {failure}"
+
+    return judged
 
 
 def available(user: CaseUser) -> list[str]:

@@ -12,6 +12,7 @@ change a system file's mode.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from pathlib import Path
@@ -35,46 +36,72 @@ _SCRIPT = (
 
 def probe(mechanism: Mechanism, user: CaseUser) -> str | None:
     """None when a probe case ran confined by `mechanism` as `user`; else what went wrong."""
-    folder = make_folder("ssebench-probe-", reachable=True)
-    try:
-        return _probe(mechanism, user, folder)
-    except ConfigError:
-        raise  # ours to report as such (a private folder another user made, say)
-    except Exception as exc:  # whatever stops a case from starting is the answer
-        return " ".join(str(exc).split()) or type(exc).__name__
-    finally:
-        remove_folder(folder)
+    return ProbeCase(mechanism, user).outcome()
 
 
-def _probe(mechanism: Mechanism, user: CaseUser, folder: Path) -> str | None:
-    tree, case = folder / "src", folder / "case"
-    tree.mkdir()
-    case.mkdir(mode=0o711)
-    folders = Folders(str(case / "id"))
-    folders.make(user)
-    if user.switched:
-        os.chown(tree, user.uid, user.gid)
-    (folder / "ours").mkdir(mode=0o700)  # as the daemon's spool is
-    (folder / "ours" / "secret").write_text("not for cases\n")
-    (folder / "locked").mkdir(mode=0o700)
-    granted = folder / "locked" / "granted"
-    granted.write_text("granted\n")
-    root_only = folder / "root-only"
-    root_only.write_text("not for the case's user\n")
-    root_only.chmod(0o600)
-    confined = confinement(mechanism, user)
-    policy = Policy(
-        system=(*system_paths(), str(root_only)),
-        readable=(Grant(str(granted), str(granted)),),
-        writable=(Grant(str(tree), str(tree)),),
-        hidden=(str(private_parent()),),
-        withheld=(str(folder / "locked"),),
-    )
-    view = View(user) if user.switched else None
-    try:
-        if view is not None:
-            paths = [str(granted)]
-            view.apply(plan(user, confined.shape, paths, [str(tree)], policy.withheld))
+class ProbeCase:
+    """A probe case, started when made and judged by `outcome()`: its processes need nothing of
+    ours while they run, so the caller may do other work meanwhile (`serve` imports its server:
+    bench/startup.py)."""
+
+    def __init__(self, mechanism: Mechanism, user: CaseUser) -> None:
+        self._started: tuple[subprocess.Popen[bytes], Path] | None = None
+        self._failure: str | None = None
+        self._cleanup = contextlib.ExitStack()
+        folder = make_folder("ssebench-probe-", reachable=True)
+        self._cleanup.callback(remove_folder, folder)
+        try:
+            self._started = self._start(mechanism, user, folder)
+        except ConfigError:
+            self._cleanup.close()
+            raise  # ours to report as such (a private folder another user made, say)
+        except Exception as exc:  # whatever stops a case from starting is the answer
+            self._failure = _said(exc)
+            self._cleanup.close()
+
+    def outcome(self) -> str | None:
+        """None when the case ran confined as it should; else what went wrong. Its folder and
+        whatever was opened for it are gone afterwards."""
+        with self._cleanup:
+            if self._started is not None:
+                try:
+                    self._failure = _outcome(*self._started)
+                except Exception as exc:
+                    self._failure = _said(exc)
+                self._started = None
+        return self._failure
+
+    def _start(
+        self, mechanism: Mechanism, user: CaseUser, folder: Path
+    ) -> tuple[subprocess.Popen[bytes], Path]:
+        tree, case = folder / "src", folder / "case"
+        tree.mkdir()
+        case.mkdir(mode=0o711)
+        folders = Folders(str(case / "id"))
+        folders.make(user)
+        if user.switched:
+            os.chown(tree, user.uid, user.gid)
+        (folder / "ours").mkdir(mode=0o700)  # as the daemon's spool is
+        (folder / "ours" / "secret").write_text("not for cases\n")
+        (folder / "locked").mkdir(mode=0o700)
+        granted = folder / "locked" / "granted"
+        granted.write_text("granted\n")
+        root_only = folder / "root-only"
+        root_only.write_text("not for the case's user\n")
+        root_only.chmod(0o600)
+        confined = confinement(mechanism, user)
+        self._cleanup.callback(confined.close)
+        policy = Policy(
+            system=(*system_paths(), str(root_only)),
+            readable=(Grant(str(granted), str(granted)),),
+            writable=(Grant(str(tree), str(tree)),),
+            hidden=(str(private_parent()),),
+            withheld=(str(folder / "locked"),),
+        )
+        if user.switched:
+            view = View(user)
+            self._cleanup.callback(view.close)
+            view.apply(plan(user, confined.shape, [str(granted)], [str(tree)], policy.withheld))
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "TMPDIR": folders.tmp}
         env |= {"HOME": folders.home, "GRANTED": str(granted)}
         env["ROOT_ONLY"] = str(root_only) if user.switched else ""
@@ -87,11 +114,11 @@ def _probe(mechanism: Mechanism, user: CaseUser, folder: Path) -> str | None:
         listener = launch.broker_listener()
         if listener is not None:
             os.close(listener)  # the probe connects to nothing
-        return _outcome(proc, tree)
-    finally:
-        if view is not None:
-            view.close()
-        confined.close()
+        return proc, tree
+
+
+def _said(exc: Exception) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def _outcome(proc: subprocess.Popen[bytes], tree: Path) -> str | None:
