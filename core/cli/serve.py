@@ -180,6 +180,7 @@ def cmd_run(args: argparse.Namespace, root: Root) -> int:
         raise ConfigError("--prediction-out records the change to a task's tree: use --task DIR")
     if args.prediction_out is not None:
         from ssebench.core.cli.prediction import prediction_name
+        from ssebench.core.predictions import DEFAULT_MODEL
 
         assert task is not None
         prediction_name(task, args.task_id, args.model or DEFAULT_MODEL)
