@@ -10,6 +10,7 @@ import os
 import re
 import socket
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -68,13 +69,15 @@ def run_case(
     return end, log.read_text(errors="replace"), kept
 
 
-ESCAPES = (
-    "setsid -f env -u SSE_CASE_ID sleep 310; "
-    "(sleep 311 & echo $! >> pids) ; "
-    "nohup bash -c 'exec -a renamed sleep 312' >/dev/null 2>&1 & echo $! >> pids; "
-    "setsid -f bash -c 'echo $$ >> pids; while :; do (sleep 313 &); sleep 0.01; done'; "
-    "sleep 0.5; pgrep -f 'sleep 31[0-3]' >> pids; echo started"
-)
+def escapes(nonce: str) -> str:
+    """Every way out a case tries, its sleeps told from another suite's by `nonce`."""
+    return (
+        f"setsid -f env -u SSE_CASE_ID sleep 310.{nonce}; "
+        f"(sleep 311.{nonce} & echo $! >> pids) ; "
+        f"nohup bash -c 'exec -a renamed-{nonce} sleep 312' >/dev/null 2>&1 & echo $! >> pids; "
+        f"setsid -f bash -c 'echo $$ >> pids; while :; do (sleep 313.{nonce} &); sleep 0.01; "
+        f"done'; sleep 0.5; pgrep -f 'sleep 31[0-3][.]{nonce}' >> pids; echo started"
+    )
 
 
 def standbys(cases: Cases) -> list[int]:
@@ -86,14 +89,16 @@ def standbys(cases: Cases) -> list[int]:
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_nothing_a_case_started_outlives_it(tmp_path: Path, mechanism: str) -> None:
-    end, log, tree = run_case(tmp_path, mechanism, ESCAPES)
+    nonce = uuid.uuid4().hex[:8].translate(str.maketrans("abcdef", "123456"))  # digits
+    end, log, tree = run_case(tmp_path, mechanism, escapes(nonce))
     assert (end.exit_code, log) == (0, "started\n")
     pids = [int(line) for line in (tree / "pids").read_text().split()]
     if mechanism == "bubblewrap":
         pids = []  # the pids it wrote are its own namespace's: look for the commands instead
     time.sleep(0.2)
     assert [pid for pid in pids if alive(pid)] == []
-    assert list(commands(re.compile(r"sleep 31[0-3]|renamed")).values()) == []
+    pattern = re.compile(rf"sleep 31[0-3][.]{nonce}|renamed-{nonce}")
+    assert list(commands(pattern).values()) == []
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
