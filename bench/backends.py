@@ -13,6 +13,7 @@ after) against `grade --tasks -j 2`, wall time from the command's start to its s
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -84,7 +85,7 @@ def a_run(tasks: Path, preds: Path, out: Path, *flags: str, env: dict[str, str])
 
 
 def verdicts(out: Path) -> dict[str, object]:
-    found = {}
+    found: dict[str, object] = {}
     for path in sorted(out.glob("*/*/result.json")):
         result = json.loads(path.read_text())
         cases = [[c["passed"] for c in check["cases"]] for check in result["checks"]]
@@ -169,7 +170,7 @@ def main(args: object) -> dict[str, object]:
     return {"met": met}
 
 
-def cli() -> object:
+def cli() -> argparse.ArgumentParser:
     p = parser(__doc__)
     p.add_argument("--pairs", type=int, default=7)
     p.add_argument("--predictions", type=int, default=6, help="predictions per run")

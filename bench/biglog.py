@@ -15,6 +15,7 @@ fetching the log and cat copying it.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import filecmp
 import os
@@ -278,7 +279,7 @@ def main(args: object) -> dict[str, object]:
     }
 
 
-def cli() -> object:
+def cli() -> argparse.ArgumentParser:
     p = parser(__doc__)
     p.add_argument("--pairs", type=int, default=5)
     p.add_argument("--mib", type=int, default=1024, help="the log's size in MiB")

@@ -13,6 +13,7 @@ Targets: -j 1 at least 0.9x the loop's rate; the copy within 1.2x of `cp -a`.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import random
@@ -179,7 +180,7 @@ def main(args: object) -> dict[str, object]:
     return {"rates": rates, "copies": copies, "met": ok_rate and ok_copy}
 
 
-def cli() -> object:
+def cli() -> argparse.ArgumentParser:
     p = parser(__doc__)
     p.add_argument("--predictions", type=int, default=8, help="predictions per run")
     p.add_argument("--rounds", type=int, default=3)

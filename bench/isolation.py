@@ -12,6 +12,7 @@ each mechanism adds to the unconfined case, pair by pair. The overhead benchmark
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import statistics
 import subprocess
@@ -46,7 +47,7 @@ async def measure(tmp: Path, rounds: int) -> dict[str, list[float]]:
                     await cases[name].prepare("build")
                     await asyncio.sleep(0.05)  # made while the agent reads the report
                 started = time.perf_counter()
-                run = await cases[name].run(
+                run = await cases[name].sync_and_run(
                     "true", "build", timeout=30, log_path=tmp / f"{name}.log"
                 )
                 times[kind].append(time.perf_counter() - started)
@@ -79,7 +80,7 @@ def main(args: object) -> dict[str, object]:
     return {"times": times, "met": True}
 
 
-def cli() -> object:
+def cli() -> argparse.ArgumentParser:
     p = parser(__doc__)
     p.add_argument("--rounds", type=int, default=200)
     return p

@@ -13,6 +13,7 @@ Targets: ratio <= 1.05 with about 2 s of commands, median added latency <= 20 ms
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import subprocess
 import time
@@ -160,7 +161,7 @@ def main(args: object) -> dict[str, object]:
     }
 
 
-def cli() -> object:
+def cli() -> argparse.ArgumentParser:
     p = parser(__doc__)
     p.add_argument("--pairs", type=int, default=7)
     p.add_argument("--seconds", type=float, default=2.0, help="the four commands together")

@@ -12,6 +12,7 @@ the median p99 <= 50 ms during the call, no errors.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import random
 import time
@@ -155,7 +156,7 @@ def main(args: object) -> dict[str, object]:
     }
 
 
-def cli() -> object:
+def cli() -> argparse.ArgumentParser:
     p = parser(__doc__)
     p.add_argument("--sessions", type=int, default=50)
     p.add_argument("--interval", type=float, default=0.5, help="mean seconds between requests")

@@ -10,6 +10,7 @@ copy and an unchanged sync each at most 1.0 times rsync's.
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import statistics
@@ -109,7 +110,7 @@ def main(args: object) -> dict[str, object]:
     }
 
 
-def cli() -> object:
+def cli() -> argparse.ArgumentParser:
     p = parser(__doc__)
     p.add_argument("--rounds", type=int, default=5)
     return p

@@ -13,6 +13,7 @@ Target: ratio of the medians <= 1.1.
 
 from __future__ import annotations
 
+import argparse
 import compileall
 import importlib
 import subprocess
@@ -112,7 +113,7 @@ def main(args: object) -> dict[str, object]:
     }
 
 
-def cli() -> object:
+def cli() -> argparse.ArgumentParser:
     p = parser(__doc__)
     p.add_argument("--pairs", type=int, default=21)
     return p
