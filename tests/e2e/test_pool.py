@@ -1,0 +1,175 @@
+"""The pool of standbys (daemon/confine/pool.py) with real cases, under every mechanism here:
+each case of a call runs in a standby made before it, while nothing ran; a case's end kills
+all it started (what detached from it too) but not the standbys waiting for the next cases,
+whose processes its limits do not count; unconfined, no standby waits while a case runs.
+What a case can do to a waiting standby as an attacker: tests/e2e/security/test_standbys.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+from e2e.test_confine import CONFINED, ESCAPES, MECHANISMS, TOML, standbys, write_task
+from ssebench.core.daemons.door import choose_isolation
+from ssebench.daemon.cases import Cases
+from ssebench.daemon.confine.mechanism import Folders
+from ssebench.daemon.confine.runner import CaseEnd
+from ssebench.daemon.task import load_task
+from ssebench.plugins.build import BUILD
+from ssebench.plugins.intent import INTENT
+from ssebench.plugins.poc import POCS
+from ssebench.testing.procs import alive, commands
+from ssebench.testing.waiting import wait_for_async
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def waiters(supervisor: int) -> str:
+    """A command that prints how many standbys of `supervisor` this case sees waiting."""
+    return (
+        "n=0; for d in /proc/[0-9]*; do "
+        f'[ "$(cut -d" " -f4 "$d/stat" 2>/dev/null)" = {supervisor} ] && '
+        "grep -q 'ssebench-cas[e]' \"$d/cmdline\" 2>/dev/null && n=$((n+1)); done; "
+        'echo "waiting: $n"'
+    )
+
+
+def open_cases(tmp: Path, mechanism: str, toml: str = TOML) -> Cases:
+    task = load_task(write_task(tmp, toml), [BUILD, POCS, INTENT])
+    return Cases(task, [BUILD, POCS], mechanism=choose_isolation(mechanism))
+
+
+async def run(cases: Cases, command: str, check: str, log: Path, timeout: float = 20) -> str:
+    """The case's end and log, as one text."""
+    end = await cases.sync_and_run(command, check, timeout=timeout, log_path=log)
+    return f"{ended(end)} {log.read_text()}"
+
+
+def ended(end: CaseEnd) -> str:
+    return "timed out" if end.timed_out else f"exit {end.exit_code} signal {end.signal}"
+
+
+async def ready(cases: Cases, count: int) -> list[int]:
+    """The standbys made, once there are `count` of them."""
+    return await wait_for_async(
+        lambda: found if len(found := standbys(cases)) == count else [], 20, f"{count} standbys"
+    )
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_each_case_of_a_call_runs_in_a_standby_and_its_end_spares_the_others(
+    tmp_path: Path, mechanism: str
+) -> None:
+    cases = open_cases(tmp_path, mechanism)
+    log = tmp_path / "case.log"
+    size = 1 if mechanism == "none" else 3
+    tag = str(random.randrange(1000, 10000))  # its own processes, whatever else runs here
+    escapes = ESCAPES.replace("sleep 31", f"sleep {tag}").replace("31[0-3]", f"{tag}[0-3]")
+
+    async def scenario() -> tuple[list[str], list[int], list[int], list[int]]:
+        await run(cases, "true", "build", log)  # the supervisor started
+        assert cases.runner._proc is not None
+        await cases.prepare(["build", "pocs", "pocs"])
+        made = await ready(cases, size)
+        first = await run(cases, f"{escapes}; {waiters(cases.runner._proc.pid)}", "build", log)
+        after = [pid for pid in made if alive(pid)]
+        rest = [await run(cases, f"echo next {i}", "pocs", log) for i in range(2)]
+        return [first, *rest], made, after, standbys(cases)
+
+    try:
+        seen, made, after, left = asyncio.run(scenario())
+    finally:
+        cases.close()
+    # The case saw the standbys waiting only where /proc shows processes of other domains.
+    waiting = {"none": 0, "bubblewrap": 0, "landlock": 2}[mechanism]
+    assert seen == ["exit 0 signal None started\n" f"waiting: {waiting}\n",
+                    "exit 0 signal None next 0\n", "exit 0 signal None next 1\n"]  # fmt: skip
+    assert list(commands(re.compile(f"sleep {tag}[0-3]|renamed {tag}")).values()) == []
+    assert after == made[1:]  # the first served the case; the others waited on, untouched
+    assert left == []  # each case took its own: none waits now, none was asked for
+
+
+@pytest.mark.parametrize("mechanism", CONFINED)
+def test_a_cases_limits_count_its_own_processes_not_the_waiting_standbys(
+    tmp_path: Path, mechanism: str
+) -> None:
+    """A case with as many processes as its limit runs (the standbys' would put it over), one
+    with one more is stopped (the limit is tight: it is what is measured)."""
+    own = {"bubblewrap": 5, "landlock": 3}[mechanism]  # bash, 2 sleeps (and bubblewrap's 2)
+    cases = open_cases(tmp_path, mechanism, f"limits = {{ processes = {own} }}\n" + TOML)
+    log = tmp_path / "case.log"
+    two, three = "sleep 1 & sleep 1 & wait; echo done", "sleep 1 & sleep 1 & sleep 1 & wait"
+
+    async def scenario() -> list[str]:
+        await run(cases, "true", "build", log)
+        await cases.prepare(["build", "pocs", "pocs", "pocs", "pocs"])
+        await ready(cases, 5)
+        within = await run(cases, two, "build", log)
+        await ready(cases, 4)
+        return [within, await run(cases, three, "pocs", log)]
+
+    try:
+        within, over = asyncio.run(scenario())
+    finally:
+        cases.close()
+    assert within == "exit 0 signal None done\n"
+    assert over.endswith(f"went over its limit of {own} processes and was stopped]\n")
+
+
+@pytest.mark.parametrize("mechanism", CONFINED)
+def test_a_case_stopped_at_its_timeout_leaves_the_standbys_waiting(
+    tmp_path: Path, mechanism: str
+) -> None:
+    cases = open_cases(tmp_path, mechanism)
+    log = tmp_path / "case.log"
+
+    async def scenario() -> tuple[str, list[int], list[int], str]:
+        await run(cases, "true", "build", log)
+        await cases.prepare(["build", "pocs"])
+        made = await ready(cases, 2)
+        stopped = await run(cases, "trap '' TERM; sleep 30", "build", log, timeout=1)
+        after = [pid for pid in made if alive(pid)]
+        return stopped, made, after, await run(cases, "echo next", "pocs", log)
+
+    try:
+        stopped, made, after, following = asyncio.run(scenario())
+    finally:
+        cases.close()
+    assert stopped == "timed out "
+    assert after == made[1:]
+    assert following == "exit 0 signal None next\n"
+
+
+def test_unconfined_no_standby_waits_while_a_case_runs_however_many_are_asked_for(
+    tmp_path: Path,
+) -> None:
+    """Under --no-isolation a case could write into a waiting standby's pipe (pool.py): the
+    supervisor makes one at most, whatever the daemon asks, and lets it go before a case that
+    is not its own starts."""
+    cases = open_cases(tmp_path, "none")
+    log = tmp_path / "case.log"
+
+    async def scenario() -> tuple[str, list[int]]:
+        await run(cases, "true", "build", log)
+        assert cases.runner._proc is not None
+        asked = []
+        for i in range(3):
+            folders = Folders(str(cases.root / f"asked-{i}"))
+            folders.make(cases.user)
+            asked.append((cases.policy("build"), Path(folders.root)))
+        await cases.runner.prepare(asked)  # past the daemon's own cap
+        await ready(cases, 1)
+        seen = await run(cases, waiters(cases.runner._proc.pid), "build", log)
+        return seen, await ready(cases, 1)  # the next asked for, made again after the case
+
+    try:
+        seen, after = asyncio.run(scenario())
+    finally:
+        cases.close()
+    assert seen == "exit 0 signal None waiting: 0\n"
+    assert len(after) == 1
