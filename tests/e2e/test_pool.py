@@ -13,13 +13,17 @@ import re
 from pathlib import Path
 
 import pytest
+from unit.test_daemon_app import REGISTRY, make_task
 
 from e2e.test_confine import CONFINED, ESCAPES, MECHANISMS, TOML, standbys, write_task
 from ssebench.core.daemons.door import choose_isolation
+from ssebench.core.daemons.inprocess import local_daemon
+from ssebench.core.orchestrator import run_checks
 from ssebench.daemon.cases import Cases
 from ssebench.daemon.confine.mechanism import Folders
 from ssebench.daemon.confine.runner import CaseEnd
-from ssebench.daemon.task import load_task
+from ssebench.daemon.service import CaseService
+from ssebench.daemon.task import Task, load_task
 from ssebench.plugins.build import BUILD
 from ssebench.plugins.intent import INTENT
 from ssebench.plugins.poc import POCS
@@ -173,3 +177,61 @@ def test_unconfined_no_standby_waits_while_a_case_runs_however_many_are_asked_fo
         cases.close()
     assert seen == "exit 0 signal None waiting: 0\n"
     assert len(after) == 1
+
+
+CALL_TOML = """source = "src"
+[checks.build]
+run = "{build}"
+[checks.pocs]
+cases = ["echo $$", "echo $$"]
+[checks.intent]
+run = "echo $$"
+"""
+
+
+@pytest.mark.parametrize("mechanism", CONFINED)
+def test_a_call_finds_a_standby_for_each_case_and_leaves_the_next_calls_made(
+    tmp_path: Path, mechanism: str
+) -> None:
+    """The daemon's guess (daemon/service.py): after a call's last case, every case of the next
+    call; within a call, the rest of it. A call stopped by a failed build is over once no case
+    started for PAUSE: the next call's are made then, and its build runs in one."""
+    registry = REGISTRY
+    passing = make_task(tmp_path / "passing", CALL_TOML.format(build="echo $$"))
+    failing = make_task(tmp_path / "failing", CALL_TOML.format(build="exit 1"))
+
+    async def call(service: CaseService) -> list[str]:
+        outcome = await run_checks(registry.checks, None, service)
+        return [o.status.value for o in outcome.outcomes]
+
+    async def scenario(task: Task) -> tuple[list[int], list[str], list[str], list[int]]:
+        async with local_daemon(
+            task, registry, None, mechanism=choose_isolation(mechanism)
+        ) as service:
+            await call(service)
+            made = await ready(service.cases, 4)  # the next call's: build, 2 PoCs, intent
+            statuses = await call(service)
+            pids = [
+                service.logs[service.latest[key]].read_text().strip()
+                for key in [("build", 0), ("pocs", 0), ("pocs", 1), ("intent", 0)]
+                if key in service.latest
+            ]
+            return made, statuses, pids, await ready(service.cases, 4)
+
+    made, statuses, pids, after = asyncio.run(scenario(passing))
+    assert statuses[:3] == ["passed", "passed", "passed"]
+    if mechanism == "landlock":  # the case's shell is its standby's, execed: the same pid
+        assert sorted(pids) == sorted(str(pid) for pid in made)
+    assert not set(made) & set(after)  # each served its case; the next call's are new
+
+    async def stopped_early(task: Task) -> tuple[list[int], list[int]]:
+        async with local_daemon(
+            task, registry, None, mechanism=choose_isolation(mechanism)
+        ) as service:
+            await call(service)  # the build fails: the rest is not run
+            whole = await ready(service.cases, 4)  # after PAUSE, a build's beside the rest's
+            await call(service)
+            return whole, await ready(service.cases, 4)
+
+    whole, after = asyncio.run(stopped_early(failing))
+    assert len(set(whole) - set(after)) == 1  # the build ran in one, the rest's waited on
