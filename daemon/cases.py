@@ -227,7 +227,7 @@ class Cases:
         cases then start at once. Folders made for a case of the same check before are kept
         for it; the others go, with their sandboxes. A wrong guess costs nothing but the
         making; a sandbox that cannot be made is said by the case that needed it."""
-        before, coming = self._coming, []
+        before, coming = list(self._coming), []
         for check in checks[: self.pool_size]:
             same = next((i for i, (key, _) in enumerate(before) if key == check), None)
             coming.append(before.pop(same) if same is not None else (check, self._new_folders()))

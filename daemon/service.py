@@ -149,7 +149,8 @@ class CaseService:
         calls = [(listed.check.key, i) for listed in self.listing() for i in range(listed.cases)]
         order = [check for check, _ in calls]
         rest = order[calls.index((key, index)) + 1 :] if (key, index) in calls else []
-        await self.cases.prepare(rest or order)
+        with contextlib.suppress(OSError):  # a guess without a folder: its case makes one
+            await self.cases.prepare(rest or order)
         if self._later is not None:
             self._later.cancel()  # not under way: it waits for the lock we hold, or sleeps
         if rest:
@@ -159,7 +160,7 @@ class CaseService:
         await asyncio.sleep(PAUSE)
         async with self.lock:
             if self.runs == runs:  # no case started since: the call is over
-                with contextlib.suppress(OSError):  # no folder: the next case says so
+                with contextlib.suppress(OSError):  # a guess without a folder: see above
                     await self.cases.prepare(order)
 
     def _new_log(self, key: str, index: int) -> tuple[str, Path]:
@@ -212,8 +213,9 @@ class CaseService:
 
     def close(self) -> None:
         """End the cases' supervisor (it kills whatever still runs) and remove our spool."""
-        if self._later is not None:
-            self._later.cancel()
+        if self._later is not None and not self._later.done():
+            with contextlib.suppress(RuntimeError):  # its loop is closed: it never runs
+                self._later.cancel()
         self.cases.close()
         if self._own_spool:
             remove_folder(self.spool)
@@ -222,6 +224,6 @@ class CaseService:
         """close(), once the stops of cancelled runs have finished (a server shutting down
         cancels its calls; their cases must be stopped, not dropped)."""
         if self._later is not None:
-            self._later.cancel()
+            self._later.cancel()  # no case will start: no guess is made
         await self.cases.aclose()
         self.close()
