@@ -43,8 +43,8 @@ async def measure(tmp: Path, rounds: int) -> dict[str, list[float]]:
             order = kinds[index % len(kinds) :] + kinds[: index % len(kinds)]
             for kind in order:
                 name = kind.removesuffix(", cold")
-                if kind == name:  # as the daemon does after each case: the next one's sandbox
-                    await cases[name].prepare("build")
+                if kind == name:  # as the daemon does after a call: the next one's sandboxes
+                    await cases[name].prepare(["build"])
                     await asyncio.sleep(0.05)  # made while the agent reads the report
                 started = time.perf_counter()
                 run = await cases[name].sync_and_run(

@@ -15,7 +15,7 @@ import contextlib
 import functools
 import os
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from ssebench.core.check import Check
@@ -23,6 +23,7 @@ from ssebench.core.errors import ConfigError
 from ssebench.daemon.confine.choice import UNCONFINED, binds, hides_by_permissions, is_confined
 from ssebench.daemon.confine.mechanism import Folders, Mechanism
 from ssebench.daemon.confine.policy import CaseUser, Grant, Policy, inside, system_paths
+from ssebench.daemon.confine.pool import pool_size
 from ssebench.daemon.confine.runner import GRACE_SECONDS, LOG_LIMIT, CaseEnd, Runner, RunnerError
 from ssebench.daemon.confine.user import CaseUserError, case_user, own_user
 from ssebench.daemon.guard import make_folder, private_parent, remove_folder, remove_tree
@@ -167,7 +168,8 @@ class Cases:
         self.root = make_folder("ssebench-cases-", reachable=True)
         self.runner = Runner(self.mechanism, self.user, grace=grace, log_limit=log_limit)
         self._removals: set[asyncio.Future[None]] = set()  # folders of ended cases
-        self._prepared: tuple[str, Folders] | None = None  # the next case's: check, folders
+        self.pool_size = pool_size(confined)
+        self._coming: list[tuple[str, Folders]] = []  # the coming cases' checks and folders
 
     def _readable_task(self, task: Task) -> tuple[Task, Path | None]:
         """The task as its cases see it: where the case user's permissions must hide withheld
@@ -200,7 +202,7 @@ class Cases:
         except SyncError as exc:
             raise RunnerError(str(exc)) from exc
         folders = self._folders(check)
-        policy = self.policies.get(check) or self.policy(check)
+        policy = self._policy(check)
         try:
             return await self.runner.run(
                 command,
@@ -219,25 +221,32 @@ class Cases:
             # other case can reach it: each sees only its own).
             self._remove(folders)
 
-    async def prepare(self, check: str) -> None:
-        """Have the next case's sandbox made while nothing runs, for a case of `check` (the
-        daemon's guess): that case then starts at once. A wrong guess costs nothing but the
+    async def prepare(self, checks: Sequence[str]) -> None:
+        """Have the sandboxes of the coming cases made while nothing runs (pool.py), one for a
+        case of each of `checks` in order (the daemon's guess; the first `pool_size`): those
+        cases then start at once. Folders made for a case of the same check before are kept
+        for it; the others go, with their sandboxes. A wrong guess costs nothing but the
         making; a sandbox that cannot be made is said by the case that needed it."""
-        if self._prepared is not None and self._prepared[0] == check:
-            return
-        folders = self._folders("")  # a guess made before goes (the supervisor's with it)
-        self._prepared = (check, folders)
-        policy = self.policies.get(check) or self.policy(check)
+        before, coming = list(self._coming), []
+        for check in checks[: self.pool_size]:
+            same = next((i for i, (key, _) in enumerate(before) if key == check), None)
+            coming.append(before.pop(same) if same is not None else (check, self._new_folders()))
+        for _, folders in before:
+            self._remove(folders)
+        self._coming = coming
+        wanted = [(self._policy(check), Path(folders.root)) for check, folders in coming]
         with contextlib.suppress(RunnerError):
-            await self.runner.prepare(policy, Path(folders.root))
+            await self.runner.prepare(wanted)
+
+    def _policy(self, check: str) -> Policy:
+        return self.policies.get(check) or self.policy(check)
 
     def _folders(self, check: str) -> Folders:
-        """The case's own folders: the prepared ones if they were made for `check`, else new."""
-        prepared, self._prepared = self._prepared, None
-        if prepared is not None and prepared[0] == check:
-            return prepared[1]
-        if prepared is not None:
-            self._remove(prepared[1])
+        """The case's own folders: the first made ahead for a case of `check`, else new."""
+        same = next((i for i, (key, _) in enumerate(self._coming) if key == check), None)
+        return self._coming.pop(same)[1] if same is not None else self._new_folders()
+
+    def _new_folders(self) -> Folders:
         folders = Folders(str(self.root / uuid.uuid4().hex))
         folders.make(self.user)
         return folders

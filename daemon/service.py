@@ -26,6 +26,9 @@ from ssebench.daemon.confine.runner import LOG_LIMIT, RunnerError
 from ssebench.daemon.guard import make_folder, remove_folder
 from ssebench.daemon.task import DEFAULT_TIMEOUT, Task
 
+# Seconds with no case started after which a call that stopped early is taken to be over.
+PAUSE = 0.1
+
 
 class NotFound(DaemonError):
     """No such check, case or log (HTTP 404)."""
@@ -81,6 +84,8 @@ class CaseService:
                 remove_folder(self.spool)
             raise
         self.lock = asyncio.Lock()
+        self.runs = 0  # cases started: a guess made for a pause is dropped once one starts
+        self._later: asyncio.Task[None] | None = None
         self.logs: dict[str, Path] = {}
         self.latest: dict[tuple[str, int], str] = {}
 
@@ -112,6 +117,7 @@ class CaseService:
         if table is None or not 0 <= index < len(table.cases):
             raise NotFound(f"no case {index} of {check.name}")
         async with self.lock:
+            self.runs += 1
             log_id, log_path = self._new_log(key, index)
             end = await self.cases.sync_and_run(
                 table.cases[index], key, timeout=table.timeout, log_path=log_path
@@ -130,18 +136,32 @@ class CaseService:
                 killed=end.killed,
                 dropped=end.dropped,
             )
-            await self.cases.prepare(self._next(key, index))
+            await self._prepare(key, index)
             passed = await asyncio.to_thread(table.check.judge, run)
             return replace(run, passed=bool(passed))
 
-    def _next(self, key: str, index: int) -> str:
-        """The check of the case most likely run next: a call runs each check's cases in
-        order, then the next check's, and the next call begins again at the first."""
-        order = [listed.check.key for listed in self.listing() if listed.cases]
-        table = self.task.checks[key]
-        if index + 1 < len(table.cases) or key not in order:
-            return key
-        return order[(order.index(key) + 1) % len(order)]
+    async def _prepare(self, key: str, index: int) -> None:
+        """Have the coming cases' sandboxes made (daemon/confine/pool.py): a call runs each
+        check's cases in the level's order, so after this case come the rest of that order,
+        and after the last the next call's, all of them. A call that stops early (a build
+        that fails blocks the rest) is over once no case starts for PAUSE seconds: the next
+        call's are made then. Between two cases of a call nothing else is made."""
+        calls = [(listed.check.key, i) for listed in self.listing() for i in range(listed.cases)]
+        order = [check for check, _ in calls]
+        rest = order[calls.index((key, index)) + 1 :] if (key, index) in calls else []
+        with contextlib.suppress(OSError):  # a guess without a folder: its case makes one
+            await self.cases.prepare(rest or order)
+        if self._later is not None:
+            self._later.cancel()  # not under way: it waits for the lock we hold, or sleeps
+        if rest:
+            self._later = asyncio.ensure_future(self._prepare_later(order, self.runs))
+
+    async def _prepare_later(self, order: list[str], runs: int) -> None:
+        await asyncio.sleep(PAUSE)
+        async with self.lock:
+            if self.runs == runs:  # no case started since: the call is over
+                with contextlib.suppress(OSError):  # a guess without a folder: see above
+                    await self.cases.prepare(order)
 
     def _new_log(self, key: str, index: int) -> tuple[str, Path]:
         """A new spooled log for the case, replacing its last one (only the newest is kept)."""
@@ -193,6 +213,9 @@ class CaseService:
 
     def close(self) -> None:
         """End the cases' supervisor (it kills whatever still runs) and remove our spool."""
+        if self._later is not None and not self._later.done():
+            with contextlib.suppress(RuntimeError):  # its loop is closed: it never runs
+                self._later.cancel()
         self.cases.close()
         if self._own_spool:
             remove_folder(self.spool)
@@ -200,5 +223,7 @@ class CaseService:
     async def aclose(self) -> None:
         """close(), once the stops of cancelled runs have finished (a server shutting down
         cancels its calls; their cases must be stopped, not dropped)."""
+        if self._later is not None:
+            self._later.cancel()  # no case will start: no guess is made
         await self.cases.aclose()
         self.close()

@@ -5,8 +5,8 @@ its fields beside it (the log file's fd rides along with `Run`). `decode` checks
 against the record's type, nested records too, so a field the other side sends is never
 dropped or misread silently. The supervisor imports this: keep it light (no pydantic).
 
-The runner sends Setup (answered Ready or Error), Run (answered Started or Failed, then
-Ended) and Stop (a case's Ended comes sooner).
+The runner sends Setup (answered Ready or Error), Prepare (not answered), Run (answered
+Started or Failed, then Ended) and Stop (a case's Ended comes sooner).
 """
 
 from __future__ import annotations
@@ -66,13 +66,21 @@ class Run:
 
 
 @dataclass(frozen=True)
-class Prepare:
-    """Make the next case's sandbox now (the daemon guesses its check): a `Run` with the same
-    policy and folder starts in it at once. Not answered."""
+class Wanted:
+    """One coming case's sandbox: its check's policy and its own folder."""
 
-    op: ClassVar[str] = "prepare"
     policy: Policy
     case_dir: str
+
+
+@dataclass(frozen=True)
+class Prepare:
+    """Have the coming cases' sandboxes ready, in the order they will run (the daemon guesses
+    their checks): a `Run` with the same policy and folder as one starts in it at once. It
+    replaces the list sent before; not answered."""
+
+    op: ClassVar[str] = "prepare"
+    cases: tuple[Wanted, ...]
 
 
 @dataclass(frozen=True)

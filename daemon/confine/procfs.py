@@ -54,3 +54,13 @@ def comm(pid: int) -> str:
             return file.read().strip()
     except OSError:
         return ""
+
+
+def children(pid: int) -> list[int] | None:
+    """The children of `pid`'s main thread (all of a single-threaded process's), from one
+    read; None where the kernel does not tell (built without CONFIG_PROC_CHILDREN)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", "rb") as file:
+            return [int(child) for child in file.read().split()]
+    except OSError:
+        return None

@@ -1,7 +1,11 @@
 """The supervisor's view of its process tree: every descendant, found in /proc, and ended.
 
 The supervisor is a child subreaper, so whatever a case started stays below it: these find
-all of it, however it detached itself, and kill it until nothing is left.
+all of it, however it detached itself, and kill it until nothing is left. The standbys waiting
+for the next cases (pool.py) are below it too: each is known by its first process, the one the
+supervisor started, and `spare` names those, whose whole trees are left out. A process of the
+case that detached is reparented to the supervisor itself, so it is a child that no standby
+started: it is the case's, counted and killed with it.
 """
 
 from __future__ import annotations
@@ -10,44 +14,52 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
-from ssebench.daemon.confine.procfs import comm, processes
+from ssebench.daemon.confine.procfs import children, comm, processes
+
+NONE: frozenset[int] = frozenset()
 
 
-def _scan() -> tuple[list[int], dict[int, int]]:
-    """Every live process below this one (zombies excluded: they only wait to be reaped), and
-    each one's resident memory in bytes, from one pass over /proc."""
+def _scan(spare: Collection[int] = NONE) -> tuple[list[int], dict[int, int]]:
+    """Every live process below this one but the trees of `spare` (zombies excluded: they only
+    wait to be reaped), and each one's resident memory in bytes, from one pass over /proc."""
     children: dict[int, list[int]] = {}
     resident: dict[int, int] = {}
     for process in processes():
         children.setdefault(process.ppid, []).append(process.pid)
         if process.alive:
             resident[process.pid] = process.resident
-    found, todo = [], [os.getpid()]
+    me = os.getpid()
+    found, todo = [], [me]
     while todo:
-        for child in children.get(todo.pop(), []):
+        parent = todo.pop()
+        for child in children.get(parent, []):
+            if parent == me and child in spare:
+                continue  # a standby's tree: none of it is the case's
             found.append(child)
             todo.append(child)
     return [pid for pid in found if pid in resident], resident
 
 
-def descendants() -> list[int]:
-    """Every live process below this one."""
-    return _scan()[0]
+def descendants(spare: Collection[int] = NONE) -> list[int]:
+    """Every live process below this one but the trees of `spare`."""
+    return _scan(spare)[0]
 
 
-def usage() -> tuple[int, int]:
-    """How many live processes are below this one, and the bytes of memory they hold."""
-    found, resident = _scan()
+def usage(spare: Collection[int] = NONE) -> tuple[int, int]:
+    """How many live processes are below this one but the trees of `spare`, and the bytes of
+    memory they hold."""
+    found, resident = _scan(spare)
     return len(found), sum(resident[pid] for pid in found)
 
 
-def signal_all(signum: int, *, spare: str = "") -> int:
-    """Send `signum` to every descendant, but those named `spare` (by their comm)."""
+def signal_all(signum: int, *, spare: Collection[int] = NONE, last: str = "") -> int:
+    """Send `signum` to every descendant but the trees of `spare`, and but those named `last`
+    (by their comm)."""
     sent = 0
-    for pid in descendants():
-        if spare and comm(pid) == spare:
+    for pid in descendants(spare):
+        if last and comm(pid) == last:
             continue
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signum)
@@ -55,24 +67,31 @@ def signal_all(signum: int, *, spare: str = "") -> int:
     return sent
 
 
-def has_children() -> bool:
-    """Whether any child is left (living, or dead and not reaped): one syscall, where a scan of
-    /proc costs milliseconds. A subreaper with no child has no descendant at all."""
+def has_children(spare: Collection[int] = NONE) -> bool:
+    """Whether any child but those in `spare` is left (living, or dead and not reaped): a
+    syscall or a read, where a scan of /proc costs milliseconds. A subreaper with no other
+    child has no descendant outside their trees: a case's every process is below its first
+    or, detached, was given to us."""
     try:
         os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
     except ChildProcessError:
         return False
-    return True
+    if not spare:
+        return True
+    found = children(os.getpid())
+    return found is None or any(child not in spare for child in found)
 
 
-def kill_all(reap: Callable[[], None]) -> int:
-    """SIGKILL every descendant until none is left (a fork between scans is caught next time)."""
+def kill_all(reap: Callable[[], None], spare: Collection[int] = NONE) -> int:
+    """SIGKILL every descendant but the trees of `spare` until none is left (a fork between
+    scans is caught next time). `spare` is read at every scan: a standby reaped meanwhile must
+    be out of it, or a process given its pid would be spared."""
     killed = 0
     for _ in range(1000):
         reap()
-        if not has_children():
+        if not has_children(spare):
             return killed
-        sent = signal_all(signal.SIGKILL)
+        sent = signal_all(signal.SIGKILL, spare=spare)
         reap()
         if not sent:
             return killed

@@ -21,7 +21,7 @@ import sys
 import time
 import uuid
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +40,7 @@ from ssebench.daemon.confine.messages import (
     Setup,
     Started,
     Stop,
+    Wanted,
     decode,
     encode,
 )
@@ -95,6 +96,7 @@ class Runner:
         self._reader: asyncio.Task[None] | None = None
         self._start_lock = asyncio.Lock()
         self._stopping: set[asyncio.Future[Ended]] = set()  # stops still under way
+        self._coming: tuple[Wanted, ...] = ()  # what the supervisor prepares, as last told
 
     async def run(
         self,
@@ -126,6 +128,8 @@ class Runner:
         try:
             try:
                 await self._ensure_started()
+                # Its standby, if one was made, serves it alone: the supervisor forgets it too.
+                self._coming = tuple(w for w in self._coming if w.case_dir != run.case_dir)
                 await self._send(run, fds=[log])
             finally:
                 os.close(log)
@@ -138,12 +142,16 @@ class Runner:
         seconds = round(time.monotonic() - started, 3)
         return CaseEnd(end.exit_code, end.signal, timed_out, seconds, end.killed, end.dropped)
 
-    async def prepare(self, policy: Policy, case_dir: Path) -> None:
-        """Have the next case's sandbox made now, while nothing runs: a `run` with the same
-        policy and folder then starts in it at once (standby.py). Unanswered: a sandbox that
-        cannot be made is made again, and its failure said, by the run."""
+    async def prepare(self, coming: Sequence[tuple[Policy, Path]]) -> None:
+        """Have the coming cases' sandboxes made while nothing runs (pool.py), in the order of
+        the cases: a `run` with the same policy and folder as one then starts in it at once.
+        Unanswered: a sandbox that cannot be made is made again, and its failure said, by its
+        run. Said only when it changes (a call's cases take their standbys in order)."""
+        wanted = tuple(Wanted(policy, str(case_dir)) for policy, case_dir in coming)
         await self._ensure_started()
-        await self._send(Prepare(policy, str(case_dir)))
+        if wanted != self._coming:
+            self._coming = wanted
+            await self._send(Prepare(wanted))
 
     async def _finish(
         self,
@@ -220,7 +228,7 @@ class Runner:
             finally:
                 theirs.close()
             ours.setblocking(False)
-            self._sock = ours
+            self._sock, self._coming = ours, ()
             weakref.finalize(self, _close, ours, self._proc)
             self._reader = asyncio.create_task(self._read())
             ready = self._ready.expect("")

@@ -4,10 +4,10 @@ Starting a sandbox costs most of what a case adds to its command (bubblewrap tak
 confined fork ~2 ms), and none of it depends on the command: only on the check's policy and
 the case's own folder. So every case starts as a standby — the sandbox, its user, its filters
 and its broker in place, and in it a shell that waits for one script on a pipe of its own —
-and is set going when the command comes. The daemon asks for the next case's standby while it
-waits for the agent (the next case of the check, else the next check in order), so a call's
-cases find theirs ready; a command for another check finds none and starts its own the same
-way, then at once. Every case still gets a sandbox of its own: a standby serves one case.
+and is set going when the command comes. The daemon asks for the coming cases' standbys while
+nothing runs (pool.py), so a call's cases find theirs ready; a command for another check finds
+none and starts its own the same way, then at once. Every case still gets a sandbox of its
+own: a standby serves one case.
 
 The script the shell reads is ours: it changes to the case's folder and replaces itself with
 the command, in the command's environment alone; the pipe is closed before anything of the
@@ -46,12 +46,13 @@ class Standby:
     output: int
     command: int
     listener: int | None
-    status: int | None = None  # its wait status, should it die waiting
 
     @classmethod
     def start(
-        cls, confined: Confinement, user: CaseUser, policy: Policy, folders: Folders
+        cls, confined: Confinement, user: CaseUser, policy: Policy, folders: Folders, room: int
     ) -> Standby:
+        """The sandbox, its shell started. `room`: processes of the case's user that may be
+        added before its case runs (the other standbys), which the kernel's bound allows."""
         output, write_end = os.pipe2(os.O_CLOEXEC)
         os.set_blocking(output, False)
         reader, command = os.pipe2(os.O_CLOEXEC)
@@ -60,7 +61,7 @@ class Standby:
         try:
             launch = confined.launch([*WAITER, str(reader)], policy, folders, cwd)
             launch.pass_fds = (*launch.pass_fds, reader)
-            others = processes_of(user.uid) if user.switched else 0
+            others = processes_of(user.uid) + room if user.switched else 0
             proc = launch.start(
                 (policy.limits, others), cwd=cwd, env=WAITER_ENV, stdin=subprocess.DEVNULL,
                 stdout=write_end, stderr=write_end, start_new_session=True,

@@ -3,7 +3,8 @@ of it.
 
 It is a child subreaper, so every process a case starts stays its descendant whatever it does
 (setsid, double fork, env -u, a new name); when the case's shell ends, or the daemon says stop,
-it kills every one of them. Before a case starts it shapes the case user's permissions for the
+it kills every one of them but the standbys waiting for the coming cases (pool.py), which it
+makes while no case runs. Before a case starts it shapes the case user's permissions for the
 case's check (access.py); while it runs it answers the case's connect() calls (broker.py) and
 watches its processes, memory and disk; when it ends it removes what the case left in /tmp.
 It is single-threaded, so it may run Python between fork and exec. When the daemon goes away
@@ -31,9 +32,9 @@ from ssebench.daemon.confine.choice import confinement
 from ssebench.daemon.confine.disk import FLOOR, DiskWatch
 from ssebench.daemon.confine.mechanism import Confinement, Folders
 from ssebench.daemon.confine.policy import CaseUser, Policy
+from ssebench.daemon.confine.pool import Pool, pool_size
 from ssebench.daemon.confine.reaper import kill_all, signal_all, usage
 from ssebench.daemon.confine.running import LIMIT_TICK, TICK, Case
-from ssebench.daemon.confine.standby import Standby
 
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_DUMPABLE = 4
@@ -49,7 +50,7 @@ class Supervisor:
     user: CaseUser | None = None
     view: View | None = None
     case: Case | None = None  # one at a time
-    standby: Standby | None = None  # the next case's sandbox, waiting for its command
+    pool: Pool = field(default_factory=Pool)  # the coming cases' sandboxes, waiting
     plans: dict[Policy, dict[str, int]] = field(default_factory=dict)
     floor: int = FLOOR
 
@@ -62,29 +63,21 @@ class Supervisor:
         self.user, self.floor = message.user, message.disk_floor
         self.confined = confinement(message.mechanism, message.user)
         self.view = View(message.user) if message.user.switched else None
+        self.pool = Pool(pool_size(self.confined.confined))
         self.send(wire.Ready())
 
-    def prepare(self, policy: Policy, case_dir: str) -> None:
-        """The next case's sandbox, made now (standby.py); the one made before goes. Not
-        answered: one that cannot be made is made again by the run, which says why."""
-        if self.case is not None or self.confined is None or self.user is None:
-            return  # never while a case runs: it is one at a time
-        self.discard()
-        with contextlib.suppress(Exception):
-            self._prepare(policy, case_dir)
+    def settle(self) -> None:
+        """Once no case runs: pool.settle, and the case user's permissions shaped for the next
+        case (its launch then finds them so)."""
+        if self.case is None and (following := self.pool.settle(self.reap)) is not None:
+            with contextlib.suppress(Exception):  # said by its launch, should it fail there
+                self._shape(following.policy, Folders(following.case_dir))
 
-    def _prepare(self, policy: Policy, case_dir: str) -> None:
-        assert self.confined is not None and self.user is not None
-        folders = Folders(case_dir)
-        if self.view is not None and self.confined.confined:
+    def _shape(self, policy: Policy, folders: Folders) -> None:
+        """The case user's permissions for `policy`'s check: one user, so the running case's
+        check decides them (a standby reads nothing before its command)."""
+        if self.view is not None and self.confined is not None and self.confined.confined:
             self.view.apply(self._plan(policy, folders))
-        self.standby = Standby.start(self.confined, self.user, policy, folders)
-
-    def discard(self) -> None:
-        if self.standby is not None:
-            self.standby.discard()
-            self.standby = None
-            kill_all(self.reap)  # no case runs: everything below us was the standby's
 
     def start(self, message: wire.Run, fds: list[int]) -> None:
         (log,) = fds
@@ -102,19 +95,22 @@ class Supervisor:
             raise OSError("the supervisor was not set up")
         if self.case is not None:
             raise OSError("another case is running: the supervisor runs one at a time")
+        self.settle()
         policy, folders = message.policy, Folders(message.case_dir)
-        ready = self.standby
-        if ready is None or (ready.policy, ready.folders, ready.status) != (policy, folders, None):
-            self.discard()  # none was made for it, or it died waiting: one is made now
-            self._prepare(policy, message.case_dir)
-        standby, self.standby = self.standby, None
-        assert standby is not None
+        standby = self.pool.take(policy, message.case_dir)
+        if not self.confined.confined:
+            self.pool.clear()  # unconfined, a case could reach a waiting standby: none waits
+        self.pool.sweep(self.reap, keep=[standby.pid] if standby else [])
         own = (*(g.real for g in policy.writable), folders.root)
         # The machine's /tmp, under Landlock: what a user of its own leaves there is the case's.
         shared = self.confined.shared_tmp
         skip = (folders.private,)  # every daemon's folders: each counts its own
         limit = policy.limits.disk_mb << 20
-        try:  # the free space measured before the command can write a byte
+        try:
+            self._shape(policy, folders)
+            if standby is None:  # none was made for it, or it died waiting: one is made now
+                standby = self.pool.start(self.confined, self.user, policy, message.case_dir)
+            # The free space measured before the command can write a byte.
             disk = DiskWatch(own, shared, self.user.uid, limit, floor=self.floor, skip=skip)
             for path in message.reads:
                 if not readable(self.user, self.confined.shape, path):
@@ -123,8 +119,9 @@ class Supervisor:
                 fcntl.fcntl(standby.output, F_SETPIPE_SZ, PIPE_SIZE)
             standby.ignite(message.argv, message.env, message.cwd)
         except BaseException:
-            standby.discard()
-            kill_all(self.reap)
+            if standby is not None:
+                standby.discard()
+            kill_all(self.reap, self.pool.roots)
             raise
         case = Case(message.id, standby.pid, standby.output, log, message.log_limit, policy, disk)
         if standby.listener is not None:
@@ -146,8 +143,8 @@ class Supervisor:
             case.stop_at = time.monotonic() + message.grace
             # bubblewrap dies of SIGTERM and takes its namespace with it at once: the case's
             # own processes get the grace, bubblewrap gets the SIGKILL after it.
-            spare = self.confined.spare if self.confined is not None else ""
-            signal_all(signal.SIGTERM, spare=spare)
+            last = self.confined.spare if self.confined is not None else ""
+            signal_all(signal.SIGTERM, spare=self.pool.roots, last=last)
 
     def reap(self) -> None:
         while True:
@@ -157,12 +154,10 @@ class Supervisor:
                 return
             if pid == 0:
                 return
-            case, standby = self.case, self.standby
+            case = self.case
             if case is not None and case.pid == pid:
                 case.status = status
-            elif standby is not None and standby.pid == pid:
-                standby.status = status
-            elif case is not None and case.broker is not None:
+            elif not self.pool.reaped(pid) and case is not None and case.broker is not None:
                 case.broker.reaped(pid, status)
 
     def check_limits(self, now: float) -> None:
@@ -175,9 +170,9 @@ class Supervisor:
         if now < case.checked_at + LIMIT_TICK:
             return
         case.checked_at = now
-        over, fault = case.over_limits(*usage())
+        over, fault = case.over_limits(*usage(self.pool.roots))
         if over or fault:
-            case.killed += kill_all(self.reap)
+            case.killed += kill_all(self.reap, self.pool.roots)
             case.over, case.fault = over, case.fault or fault
 
     def advance(self, now: float) -> None:
@@ -188,9 +183,9 @@ class Supervisor:
         if case is None:
             return
         if case.status is None and case.stop_at is not None and now >= case.stop_at:
-            case.killed += kill_all(self.reap)
+            case.killed += kill_all(self.reap, self.pool.roots)
         if case.status is not None and case.eof_by is None:
-            case.killed += kill_all(self.reap)
+            case.killed += kill_all(self.reap, self.pool.roots)
             case.eof_by = now + EOF_WAIT
         if case.status is not None and (case.eof or (case.eof_by or now) <= now):
             case.copy()
@@ -214,7 +209,8 @@ class Supervisor:
         elif isinstance(message, wire.Run):
             self.start(message, fds)
         elif isinstance(message, wire.Prepare):
-            self.prepare(message.policy, message.case_dir)
+            self.pool.coming = message.cases  # taken once no case runs
+            self.settle()
         elif isinstance(message, wire.Stop):
             self.stop(message)
         else:
@@ -237,7 +233,9 @@ class Supervisor:
                 watched.append(case.pipe)
             if case is not None and case.broker is not None:
                 watched.append(case.broker.fileno())
-            ready = _ready(watched, self.wait())
+            # A standby to make is made once what came in was read: a Run comes first.
+            making = case is None and self.pool.missing() is not None
+            ready = _ready(watched, 0 if making else self.wait())
             if wake_r in ready:
                 with contextlib.suppress(BlockingIOError):
                     os.read(wake_r, 4096)
@@ -255,11 +253,14 @@ class Supervisor:
                     self.handle(data, fds)
                 except Exception as exc:  # a bad message or a setup failure: say so, go on
                     self.send(wire.Error(f"{type(exc).__name__}: {exc}"))
+            elif making and self.confined is not None and self.user is not None:
+                self.pool.make(self.confined, self.user)
             self.advance(time.monotonic())
+            self.settle()
 
     def close(self) -> None:
         """Undo the permissions given, close what every case used."""
-        self.discard()
+        self.pool.close(self.reap)
         if self.view is not None:
             with contextlib.suppress(AccessError):
                 self.view.close()

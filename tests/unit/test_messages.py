@@ -21,6 +21,7 @@ from ssebench.daemon.confine.messages import (
     Setup,
     Started,
     Stop,
+    Wanted,
     decode,
     encode,
 )
@@ -42,7 +43,7 @@ MESSAGES: list[Message] = [
     Error("ValueError: no"),
     Run("c1", ("bash", "-c", "true"), "/src", {"PATH": "/bin"}, 1 << 30, "/case", POLICY),
     Run("c2", ("true",), "/", {}, 1, "/c", Policy(), reads=("/t/pocs/crash-1.bin",)),
-    Prepare(POLICY, "/case"),
+    Prepare((Wanted(POLICY, "/case"), Wanted(Policy(), "/case-2"))),
     Started("c1", 42),
     Failed("c1", "no such file"),
     Ended("c1", None, 9, killed=2, dropped=4005),
