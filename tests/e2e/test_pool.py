@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from unit.test_daemon_app import REGISTRY, make_task
 
-from e2e.test_confine import CONFINED, ESCAPES, MECHANISMS, TOML, standbys, write_task
+from e2e.test_confine import CONFINED, MECHANISMS, TOML, escapes, standbys, write_task
 from ssebench.core.daemons.door import choose_isolation
 from ssebench.core.daemons.inprocess import local_daemon
 from ssebench.core.orchestrator import run_checks
@@ -74,15 +74,15 @@ def test_each_case_of_a_call_runs_in_a_standby_and_its_end_spares_the_others(
     cases = open_cases(tmp_path, mechanism)
     log = tmp_path / "case.log"
     size = 1 if mechanism == "none" else 3
-    tag = str(random.randrange(1000, 10000))  # its own processes, whatever else runs here
-    escapes = ESCAPES.replace("sleep 31", f"sleep {tag}").replace("31[0-3]", f"{tag}[0-3]")
+    tag = str(random.randrange(10**7, 10**8))  # its own processes, whatever else runs here
+    ways_out = escapes(tag)
 
     async def scenario() -> tuple[list[str], list[int], list[int], list[int]]:
         cold = await run(cases, LOOK, "pocs", log)  # no standby: the supervisor starts
         assert cases.runner._proc is not None
         await cases.prepare(["build", "pocs", "pocs"])
         made = await ready(cases, size)
-        first = await run(cases, f"{escapes}; {waiters(cases.runner._proc.pid)}", "build", log)
+        first = await run(cases, f"{ways_out}; {waiters(cases.runner._proc.pid)}", "build", log)
         after = [pid for pid in made if alive(pid)]
         rest = [await run(cases, LOOK, "pocs", log) for _ in range(2)]
         return [cold, first, *rest], made, after, standbys(cases)
@@ -95,7 +95,8 @@ def test_each_case_of_a_call_runs_in_a_standby_and_its_end_spares_the_others(
     waiting = {"none": 0, "bubblewrap": 0, "landlock": 2}[mechanism]
     assert cold.startswith("exit 0 signal None 0 1 2\n")  # its own descriptors alone
     assert seen == [f"exit 0 signal None started\nwaiting: {waiting}\n", cold, cold]
-    assert list(commands(re.compile(f"sleep {tag}[0-3]|renamed {tag}")).values()) == []
+    pattern = re.compile(rf"sleep 31[0-3][.]{tag}|renamed-{tag}")
+    assert list(commands(pattern).values()) == []
     assert after == made[1:]  # the first served the case; the others waited on, untouched
     assert left == []  # each case took its own: none waits now, none was asked for
 
