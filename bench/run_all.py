@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import backends
 import biglog
+import callparts
 import grading
 import isolation
 import overhead
@@ -34,6 +35,7 @@ from _common import machine
 
 BENCHMARKS = {
     "overhead": overhead,
+    "callparts": callparts,
     "startup": startup,
     "biglog": biglog,
     "responsiveness": responsiveness,
