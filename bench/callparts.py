@@ -1,9 +1,9 @@
 """Where a test_patch call's milliseconds go: the overhead benchmark's call taken apart.
 
-bench/overhead.py measures what a call of four trivial cases adds over bash. This one runs the
-same kind of call in process (the orchestrator on the case service, no MCP: over MCP the call
-costs within a millisecond of this) under each mechanism, and times its layers, each timed
-around the one below it, so each row's own share is its time less the row under it:
+bench/overhead.py measures what a call of four trivial cases adds over bash. This one runs its
+call (commands that take no time) in process (the orchestrator on the case service, no MCP:
+over MCP the call costs within a millisecond of this) under each mechanism, and times its
+layers, each around the one below it, so each row's own share is its time less the row under:
 
 - the case through the supervisor (`Runner.run`: the standby set going, the command's exec
   chain, its end noticed and answered);
@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from _common import machine, parser, run, scratch, table
+from overhead import command_task, commands
 
 import ssebench.core.orchestrator as orchestrator
 from ssebench.core.cli.requests import Basis
@@ -36,26 +37,12 @@ from ssebench.core.daemons.door import available, choose_isolation, load_task
 from ssebench.core.daemons.inprocess import local_daemon
 from ssebench.daemon.confine.user import case_user
 
-COMMANDS = {"build": "echo b", "pocs": "echo p", "intent": "echo i; exit 1", "functional": "echo f"}
 LAYERS = {  # a row's name: the layer it times
     "cases through the supervisor": "runner",
     "+ sync, folders, environment": "cases",
     "+ judging, log file, coming cases": "service",
     "failed check's tail": "view",
 }
-
-
-def write_task(root: Path) -> Path:
-    lines = ['source = "src"']
-    for key, command in COMMANDS.items():
-        literal = "'''" + command + "'''"
-        lines += [
-            f"[checks.{key}]",
-            f"cases = [{literal}]" if key == "pocs" else f"run = {literal}",
-        ]
-    (root / "src").mkdir(parents=True)
-    (root / "task.toml").write_text("\n".join(lines) + "\n")
-    return root
 
 
 def timed(times: dict[str, float], key: str, call: Callable[..., Awaitable[Any]]) -> Any:
@@ -100,7 +87,7 @@ def main(args: argparse.Namespace) -> dict[str, object]:
     rows: list[tuple[str, str, str]] = [("calls per mechanism (medians per call)", str(calls), "")]
     found: dict[str, dict[str, float]] = {}
     with scratch("ssebench-bench-callparts-") as tmp:
-        task = write_task(tmp / "task")
+        task = command_task(tmp / "task", commands(0.0))  # overhead.py's call, no sleeps
         for name in names:
             measured = asyncio.run(measure(task, name, calls, args.pause))
             found[name] = {k: statistics.median(m[k] for m in measured) for k in measured[0]}
