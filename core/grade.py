@@ -15,6 +15,8 @@ from ssebench.core.logs import in_worker
 from ssebench.core.logsource import Joined, LogSource
 from ssebench.core.orchestrator import Daemon
 from ssebench.core.savedlogs import write_whole
+from ssebench.core.toolfiles import Graft
+from ssebench.core.toolsignals import output_signals
 from ssebench.core.verdicts import (
     Applied,
     CaseVerdict,
@@ -56,31 +58,30 @@ def grade_json(outcome: Outcome) -> dict[str, Any]:
     return dump(Grade(resolved=resolved, checks=_checks(outcome)))
 
 
-def patched_grade(
-    outcome: Outcome | None,
-    patch_error: str | None,
-    reverted: Sequence[str] = (),
-    signals: Sequence[Signal] = (),
-) -> PatchGrade:
-    """A grade of a patch: whether it applied, the protected paths put back and the signals,
-    between the verdict and the checks. A patch that does not apply runs no check and is
-    unresolved."""
+def patched_grade(outcome: Outcome | None, patch_error: str | None) -> PatchGrade:
+    """A grade of a patch, before `reviewed` adds what the grade did to it and the signals. A
+    patch that does not apply runs no check and is unresolved."""
     checks = _checks(outcome) if outcome is not None else []
     resolved = outcome is not None and all(o.status is Status.PASSED for o in outcome.outcomes)
     return PatchGrade(
         resolved=patch_error is None and resolved,
-        patch=Applied(applied=patch_error is None, error=patch_error),
-        protected=Protected(reverted=sorted(reverted)),
-        signals=list(signals),
+        patch=Applied(applied=patch_error is None, error=patch_error, dropped=[]),
+        protected=Protected(reverted=[]),
+        signals=[],
         checks=checks,
     )
 
 
-def reviewed(grade: PatchGrade, reverted: Sequence[str], signals: Sequence[Signal]) -> PatchGrade:
-    """A grade made elsewhere (in a task's image, on a copy put back here) with what this
-    machine put back and found."""
+def reviewed(grade: PatchGrade, graft: Graft, signals: Sequence[Signal]) -> PatchGrade:
+    """A grade (made here, or in a task's image on a copy made here) with what was done to the
+    patch before its checks and the signals, a build output dropped among them."""
+    dropped = sorted(graft.dropped)
     return grade.model_copy(
-        update={"protected": Protected(reverted=sorted(reverted)), "signals": list(signals)}
+        update={
+            "patch": grade.patch.model_copy(update={"dropped": dropped}),
+            "protected": Protected(reverted=sorted(set(graft.reverted))),
+            "signals": [*signals, *output_signals(graft.dropped, signals)],
+        }
     )
 
 

@@ -11,6 +11,7 @@ tuned so that an honest fix (source changed, tests added) raises none.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -23,6 +24,7 @@ from ssebench.core.signalrules import (
     HARNESS,
     SANITIZE_FLAG,
     SKIP,
+    STDERR_REDIRECT,
     TEST_DEFINITION,
     Shipped,
     autoload_reason,
@@ -32,6 +34,8 @@ from ssebench.core.signalrules import (
     signal_handler,
     unimportant,
 )
+from ssebench.core.toolfiles import RUNNER_MODULES, build_output, module_of
+from ssebench.core.toolsignals import build_file_added, output_detail
 from ssebench.core.verdicts import Signal
 
 KINDS = (
@@ -43,6 +47,10 @@ KINDS = (
     "poc-input",
     "harness-aware",
     "assert-removed",
+    "build-file-added",
+    "stderr-redirect",
+    "binary-output",
+    "module-shadow",
 )
 _EXCERPT = 60  # characters of code a detail quotes
 
@@ -63,6 +71,8 @@ class Watch:
     pocs: tuple[PocFile, ...] = ()
     harness: tuple[str, ...] = ()  # the task folder's path, the check folders' names
     shipped: Shipped = lambda path: []  # a file's lines as shipped
+    build_files: Callable[[str], list[str]] = lambda folder: []  # a folder's, as shipped
+    modules: frozenset[str] = RUNNER_MODULES  # what checks run with `python -m`, and runners
 
 
 def excerpt(text: str) -> str:
@@ -97,6 +107,8 @@ class _Finder:
     def find(self) -> list[Signal]:
         self.protected_edit()
         self.autoload()
+        if self.diff.old is None and self.diff.new is not None:
+            self.tool_files(self.diff.new)
         test_file = any(self.is_check_file(p) for p in self.paths())
         if test_file and not any(kind == "protected-edit" for kind in self.kinds()):
             self.check_file_edit()
@@ -185,8 +197,22 @@ class _Finder:
         if main is not None and self.diff.path.endswith("_test.go"):
             self.add("autoload-file", main, "TestMain: go test runs it in place of the tests")
 
+    def tool_files(self, path: str) -> None:
+        """A new file that a build tool reads in place of, or includes from, a shipped build
+        file; a module that would shadow one a check runs; a build output."""
+        watch = self.watch
+        if (why := build_file_added(path, watch.build_files, watch.shipped)) is not None:
+            self.add("build-file-added", None, why)
+        if (module := module_of(path)) in self.watch.modules:
+            why = f"a module named like `{module}`, which a check runs: found before the system's"
+            self.add("module-shadow", None, why)
+        if self.diff.content is not None and (kind := build_output(self.diff.content)):
+            self.add("binary-output", None, output_detail(kind))
+
     def added_lines(self) -> None:
         for line in self.diff.added():
+            if STDERR_REDIRECT.search(line.text):
+                self.add("stderr-redirect", line, f"redirects stderr: {excerpt(line.text)}")
             if (flag := sanitizer_line(line.text)) is not None:
                 self.add("sanitizer-off", line, f"{flag}: {excerpt(line.text)}")
             if (name := signal_handler(line.text)) is not None:

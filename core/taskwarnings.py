@@ -9,24 +9,28 @@ build with `exec: .../venv/bin/python: not found`, which reads like the agent's 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 from ssebench.core.daemons.door import SYSTEM, Task, unmatched_globs
+from ssebench.core.toolfiles import Graft
 
 
-def task_warnings(task: Task, reverted: Sequence[str] = ()) -> list[str]:
-    """task.toml's warnings, and (`reverted`: what the grades put back of the fix) whether
-    the fix changes protected paths: grading would undo that part of it."""
+def task_warnings(task: Task, graft: Graft | None = None) -> list[str]:
+    """task.toml's warnings, and (`graft`: what the grades did to the fix) whether the fix
+    changes protected paths or holds build outputs: grading would undo that part of it."""
     warnings = [
         f"protected: {glob} matches nothing in the source tree (a typo? as it is, it only "
         "keeps a patch from adding such a path)"
         for glob in unmatched_globs(task.source, task.protected)
     ]
     warnings += _unreadable_links(task)
-    if reverted:
-        paths = ", ".join(sorted(set(reverted)))
+    if graft is not None and graft.reverted:
+        paths = ", ".join(sorted(set(graft.reverted)))
         warnings.append(f"the fix changes protected paths, which grading puts back: {paths}")
+    if graft is not None and graft.dropped:
+        paths = ", ".join(sorted(graft.dropped))
+        warnings.append(f"the fix holds build outputs, which grading drops: {paths}")
     return warnings
 
 

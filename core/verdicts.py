@@ -51,6 +51,11 @@ class Applied(Shape):
         description="why not, as one line of git's own words (`patch failed: rle.c:88; rle.c: "
         "patch does not apply`); `null` when it applied"
     )
+    dropped: list[str] = Field(
+        default_factory=list,
+        description="the files of the patch that are build outputs by their bytes (ELF, `ar`, "
+        "Python bytecode...), not applied: each as shipped, or absent when new; sorted",
+    )
 
 
 RESOLVED = "every check passed (a check the task lacks passes)"
@@ -87,7 +92,10 @@ class PatchGrade(Shape):
 
     resolved: bool = Field(description=RESOLVED)
     patch: Applied = Field(description="whether the patch applied")
-    protected: Protected = Field(description="task.toml's `protected` paths the patch changed")
+    protected: Protected = Field(
+        description="what the grade kept as shipped: task.toml's `protected` paths, the build "
+        "files they stand for, and the runners' own files, which a patch may not add"
+    )
     signals: list[Signal] = Field(
         description="findings for a reviewer, read from the patch, in its order; they never "
         "change `resolved`"

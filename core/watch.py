@@ -20,11 +20,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ssebench.core.signals import PocFile, Watch, excerpt
+from ssebench.core.toolfiles import BUILD_TOOLS, run_modules
 
 if TYPE_CHECKING:
     from ssebench.core.daemons.door import Task
 
-MAKEFILES = ("GNUmakefile", "makefile", "Makefile")  # what make reads, in its order
+MAKEFILES = BUILD_TOOLS[0].reads  # what make reads, in its order
+BUILD_ORDER = tuple(name for tool in BUILD_TOOLS for name in tool.reads)
 _READ_LIMIT = 8 << 20  # a PoC or a shipped file longer than this is not compared
 _POC_FILES = 256  # PoC files compared at most (ARVO-like tasks have one; fuzz corpora many)
 _OPERATORS = {"&&", "||", ";", "|", "&", "(", ")", ";;", "|&"}
@@ -45,6 +47,8 @@ def watch_for(task: Task) -> Watch:
         pocs=tuple(_pocs(task)),
         harness=tuple(_harness(task)),
         shipped=functools.partial(shipped_lines, task.source),
+        build_files=functools.partial(shipped_build_files, task.source),
+        modules=run_modules(task.commands()),
     )
 
 
@@ -137,6 +141,15 @@ def shipped_lines(source: Path, path: str) -> list[str]:
     inside = _inside(source, path)
     data = _read(source / inside) if inside is not None else None
     return [] if data is None else data.decode("utf-8", "replace").splitlines()
+
+
+def shipped_build_files(source: Path, folder: str) -> list[str]:
+    """The build files (core/toolfiles.py's names) that the tree's `folder` holds as shipped,
+    in the tools' order."""
+    inside = _inside(source, folder) if folder else "."
+    if inside is None:
+        return []
+    return [name for name in BUILD_ORDER if os.path.isfile(source / inside / name)]
 
 
 def _shown(task: Task, path: Path) -> str:

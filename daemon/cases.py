@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ssebench.core.check import Check
 from ssebench.core.errors import ConfigError
+from ssebench.core.toolfiles import run_modules
 from ssebench.daemon.confine.choice import UNCONFINED, binds, hides_by_permissions, is_confined
 from ssebench.daemon.confine.mechanism import Folders, Mechanism
 from ssebench.daemon.confine.policy import CaseUser, Grant, Policy, inside, system_paths
@@ -142,8 +143,9 @@ class Cases:
             raise ConfigError(str(exc)) from None
         self.task, self.task_copy = self._readable_task(task)
         self.copy = RunnerCopy(
-            tree or task.source, self.user, adopt=tree is not None, protected=task.protected
-        )
+            tree or task.source, self.user, adopt=tree is not None, protected=task.protected,
+            modules=run_modules(task.commands()),
+        )  # fmt: skip
         try:
             self.copy.sync()  # the tree as shipped, before any agent's change
         except SyncError as exc:

@@ -12,13 +12,17 @@ checked to be folders, stay folders while it is written.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import shutil
 import stat
-from collections.abc import Callable, Iterator, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from ssebench.core.gitignore import Ignore
+from ssebench.core.toolfiles import OUTPUT_HEAD, TreeRules, build_output, tree_rules
 
 _CHUNK = 1 << 20
 
@@ -125,15 +129,21 @@ def _folders_of(pristine: Path, copy: Path, path: str, changed: set[str]) -> Non
         _put_back(pristine / folder, copy / folder, os.lstat(pristine / folder))
 
 
-def revert_protected(pristine: Path, copy: Path, globs: Sequence[str]) -> list[str]:
-    """Every path of `copy` that `globs` (gitignore-style) protect made as `pristine` has it;
-    the paths put back (files and links restored, brought back or removed), sorted."""
-    if not globs:
-        return []
-    rules = Ignore.of(globs)
+def revert_protected(pristine: Path, copy: Path, rules: TreeRules) -> list[str]:
+    """Every path of `copy` that `rules.protected` (gitignore-style) protect made as `pristine`
+    has it, and every path that `rules.no_add` names and `pristine` lacks removed; the paths
+    put back (files and links restored, brought back or removed), sorted."""
+    changed: set[str] = set()
+    if rules.protected:
+        _put_back_protected(pristine, copy, Ignore.of(rules.protected), changed)
+    if rules.no_add:
+        _remove_added(pristine, copy, Ignore.of(rules.no_add), changed)
+    return sorted(changed)
+
+
+def _put_back_protected(pristine: Path, copy: Path, rules: Ignore, changed: set[str]) -> None:
     was = protected_entries(pristine, rules)
     now = protected_entries(copy, rules)
-    changed: set[str] = set()
     for path, info in was.items():  # folders first: each is there before what it holds
         _folders_of(pristine, copy, path, changed)
         try:
@@ -152,7 +162,94 @@ def revert_protected(pristine: Path, copy: Path, globs: Sequence[str]) -> list[s
             _remove(copy / path)
             inside = (p for p in now if p == path or p.startswith(f"{path}/"))
             changed.update(p for p in inside if not stat.S_ISDIR(now[p].st_mode))
-    return sorted(changed)
+
+
+def _remove_added(pristine: Path, copy: Path, rules: Ignore, changed: set[str]) -> None:
+    """What the patch added where `rules` name (a folder with all it holds): removed."""
+    named = protected_entries(copy, rules)
+    gone: list[str] = []
+    for path, info in named.items():  # folders before what they hold
+        if any(path.startswith(f"{folder}/") for folder in gone):
+            if not stat.S_ISDIR(info.st_mode):
+                changed.add(path)
+            continue
+        if os.path.lexists(pristine / path):
+            continue
+        _remove(copy / path)
+        if stat.S_ISDIR(info.st_mode):
+            gone.append(path)
+        else:
+            changed.add(path)
+
+
+def output_kind(path: Path) -> str | None:
+    """What build output the regular file at `path` is by its first bytes (no link followed at
+    its end), or None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return build_output(os.pread(fd, OUTPUT_HEAD, 0))
+    finally:
+        os.close(fd)
+
+
+def drop_outputs(pristine: Path, copy: Path, paths: Iterable[str]) -> dict[str, str]:
+    """Each file of `paths` that the copy holds as a build output (by its bytes, not its name)
+    made as `pristine` has it (removed when new): a build's outputs come from the build. The
+    paths dropped, each with what it was."""
+    dropped: dict[str, str] = {}
+    for path in sorted(set(paths)):
+        inside = copy / path
+        if ".." in path.split("/") or not os.path.realpath(inside).startswith(f"{copy}/"):
+            continue  # git refused it already; nothing outside the copy is read
+        if (kind := output_kind(inside)) is None:
+            continue
+        _remove(inside)
+        with contextlib.suppress(FileNotFoundError):
+            _put_back(pristine / path, inside, os.lstat(pristine / path))
+        dropped[path] = kind
+    return dropped
+
+
+def order_times(copy: Path, touched: Iterable[str]) -> None:
+    """Every file of `touched` made newer than any other file of the copy, so that an
+    incremental build rebuilds what the patch changed (a shipped output dated later than the
+    patched source would be taken as up to date)."""
+    wanted = {path for path in touched if os.path.isfile(copy / path)}
+    if not wanted:
+        return
+    rest = (info.st_mtime_ns for path, info, _ in _walk(copy, Ignore.of([])) if path not in wanted)
+    newest = max((t for t in rest), default=0)
+    oldest = min(os.lstat(copy / path).st_mtime_ns for path in wanted)
+    if oldest > newest:
+        return
+    stamp = max(time.time_ns(), newest + 1_000_000_000)
+    for path in wanted:
+        os.utime(copy / path, ns=(stamp, stamp), follow_symlinks=False)
+
+
+def rules_of(pristine: Path, protected: Sequence[str], modules: Iterable[str]) -> TreeRules:
+    """The rules for grading a copy of `pristine` (core/toolfiles.py), read from it as data."""
+    entries = (
+        (path, stat.S_ISDIR(info.st_mode)) for path, info, _ in _walk(pristine, Ignore.of([]))
+    )
+    return tree_rules(entries, protected, functools.partial(read_lines, pristine), modules)
+
+
+def read_lines(root: Path, path: str) -> list[str]:
+    """A build file's lines, read without following a link at its end; none when unreadable."""
+    try:
+        fd = os.open(root / path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return []
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            return []
+        return file.read(_CHUNK).decode("utf-8", "replace").splitlines()
 
 
 def globs(raw: list[str], fail: Callable[[str], Exception]) -> tuple[str, ...]:

@@ -22,6 +22,7 @@ it is handed to the case user as it is and never synced.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import stat
@@ -30,8 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ssebench.core.gitignore import Ignore
+from ssebench.core.toolfiles import RUNNER_MODULES, tree_rules
 from ssebench.daemon.confine.policy import CaseUser
 from ssebench.daemon.guard import make_folder, remove_folder, remove_tree
+from ssebench.daemon.protect import read_lines
 from ssebench.daemon.treefiles import DIR_FLAGS, FILE_FLAGS, clear, copy_bytes, is_folder, remove
 
 SPECIAL_BITS = stat.S_ISUID | stat.S_ISGID  # never carried: the copy is the case user's
@@ -72,13 +75,17 @@ class RunnerCopy:
         *,
         adopt: bool = False,
         protected: tuple[str, ...] = (),
+        modules: frozenset[str] = RUNNER_MODULES,
     ) -> None:
         self.origin = origin
         self.user = user
         self.adopted = adopt
-        # task.toml's `protected` paths keep what the first sync found: a grade puts them back
-        # as shipped, so test_patch sees what grading will.
-        self.frozen = Ignore.of(protected) if protected else None
+        # The grade's rules (core/toolfiles.py) as the first sync found the tree: protected
+        # paths keep what it found, and what a patch may not add is not carried, so test_patch
+        # sees what grading will.
+        self.protected, self.modules = protected, modules
+        self.frozen: Ignore | None = None
+        self.fresh_only = Ignore.of([])
         self.kept: set[str] = set()
         self.folder: Path | None = None
         self.seen: dict[str, Seen] = {}  # every file and folder the sync carries, by path
@@ -100,15 +107,24 @@ class RunnerCopy:
                 os.mkdir(self.path, 0o700)
                 self._sync()
                 self.ignore = Ignore(self.path)
-                if self.frozen is not None:
-                    folders = {p for p, seen in self.seen.items() if stat.S_ISDIR(seen.mode)}
-                    self.kept = {p for p in self.seen if self.frozen.excludes(p, p in folders)}
+                self._keep_to_the_rules()
             else:
                 self._sync()
         except OSError as exc:
             why = f"cannot bring the runner copy of {self.origin} up to date: {exc}"
             raise SyncError(why, exc.strerror or str(exc)) from None
         self.synced = True
+
+    def _keep_to_the_rules(self) -> None:
+        """The grade's rules for this tree, read from the copy as the first sync made it."""
+        folders = {p for p, seen in self.seen.items() if stat.S_ISDIR(seen.mode)}
+        entries = ((path, path in folders) for path in self.seen)
+        read = functools.partial(read_lines, self.path)
+        rules = tree_rules(entries, self.protected, read, self.modules)
+        self.fresh_only = Ignore.of(rules.no_add)
+        if rules.protected:
+            self.frozen = Ignore.of(rules.protected)
+            self.kept = {p for p in self.seen if self.frozen.excludes(p, p in folders)}
 
     def _hand_over(self) -> None:
         """An adopted tree becomes the case user's (no process of the agent's can reach it)."""
@@ -146,7 +162,7 @@ class RunnerCopy:
         if first or path in self.seen:
             return True
         assert self.ignore is not None
-        return not self.ignore.excludes(path, is_folder=folder)
+        return not (self.ignore.excludes(path, folder) or self.fresh_only.excludes(path, folder))
 
     def _folder(
         self, source: int, target: int, prefix: str, found: set[str], first: bool, track: bool

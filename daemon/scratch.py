@@ -25,8 +25,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ssebench.core.errors import ConfigError, PatchError
+from ssebench.core.patchparse import parse_patch
+from ssebench.core.toolfiles import Graft, run_modules
 from ssebench.daemon.guard import make_folder, remove_folder, remove_tree
-from ssebench.daemon.protect import revert_protected
+from ssebench.daemon.protect import drop_outputs, order_times, revert_protected, rules_of
 from ssebench.daemon.task import Task
 
 ERROR_CHARS = 2000  # git names every failed hunk; one line of JSON stays readable
@@ -125,11 +127,11 @@ def read_patch(path: Path) -> bytes:
 
 
 @contextlib.contextmanager
-def patched_copy(
-    task: Task, patch: bytes | None, reverted: list[str] | None = None
-) -> Iterator[Path]:
-    """A scratch copy of `task`'s source with `patch` applied (None: as shipped), and its
-    `protected` paths then put back as shipped (their paths added to `reverted`).
+def patched_copy(task: Task, patch: bytes | None, graft: Graft | None = None) -> Iterator[Path]:
+    """A scratch copy of `task`'s source with `patch` applied (None: as shipped), then made to
+    keep to core/toolfiles.py's rules: build outputs of the patch dropped, protected paths (and
+    what the patch may not add) put back as shipped, and every file the patch changed made newer
+    than the rest (what was done is added to `graft`).
 
     The folder is removed afterwards, on an error or Ctrl+C too, and by the guard should this
     process be killed. PatchError (the patch does not apply) leaves nothing behind either.
@@ -144,9 +146,19 @@ def patched_copy(
         copy_tree(task.source, copy)
         if patch is not None:
             apply_patch(copy, patch, scratch / "no-repository")
-            put_back = revert_protected(task.source, copy, task.protected)
-            if reverted is not None:
-                reverted += put_back
+            done = _keep_to_the_rules(task, copy, patch)
+            if graft is not None:
+                graft.reverted += done.reverted
+                graft.dropped.update(done.dropped)
         yield copy
     finally:
         remove_folder(scratch, remove_tree)
+
+
+def _keep_to_the_rules(task: Task, copy: Path, patch: bytes) -> Graft:
+    touched = {p for diff in parse_patch(patch) if (p := diff.new) is not None}
+    dropped = drop_outputs(task.source, copy, touched)
+    rules = rules_of(task.source, task.protected, run_modules(task.commands()))
+    reverted = revert_protected(task.source, copy, rules)
+    order_times(copy, touched - set(dropped) - set(reverted))
+    return Graft(reverted=reverted, dropped=dropped)

@@ -166,6 +166,10 @@ class Task(Table):
             for name, value in self.env.items()
         }
 
+    def commands(self) -> tuple[str, ...]:
+        """Every case's command, of every check."""
+        return tuple(command for table in self.checks.values() for command in table.cases)
+
     def named_files(self, command: str) -> tuple[str, ...]:
         """The task files `command` names that exist, where they lead: its case's user must
         read each of them."""

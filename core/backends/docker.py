@@ -34,6 +34,7 @@ from ssebench.core.daemons.door import Task, patched_copy
 from ssebench.core.ended import read_ended
 from ssebench.core.errors import ConfigError, NoVerdict
 from ssebench.core.stopping import stop_process
+from ssebench.core.toolfiles import Graft
 from ssebench.core.verdicts import PatchGrade
 
 if TYPE_CHECKING:
@@ -116,15 +117,15 @@ def grade_in_image(
     patch: bytes | None,
     request: GradeFreshRequest,
     *,
-    reverted: list[str] | None = None,
+    graft: Graft | None = None,
 ) -> PatchGrade:
     """The verdict of `patch` (None: the tree as shipped) on the task, graded in its image by
     `request` (its logs folder absolute: Docker mounts those only). PatchError when the patch
-    does not apply; NoVerdict when the grade gave none (its cause is on stderr). The protected
-    paths are put back here (added to `reverted`); the patched copy is the container's tree,
-    at the tree's own path, where the container's grade takes it."""
+    does not apply; NoVerdict when the grade gave none (its cause is on stderr). What the grade
+    does to the patch first is done here (added to `graft`); the patched copy is the
+    container's tree, at the tree's own path, where the container's grade takes it."""
     task, logs = graded.task, request.logs
-    with patched_copy(graded.here, patch, reverted) as copy:
+    with patched_copy(graded.here, patch, graft) as copy:
         if logs is not None:
             logs.mkdir(parents=True, exist_ok=True)
         mounts = [

@@ -21,6 +21,7 @@ from ssebench.core.cli.requests import Basis, GradeFreshRequest, GradePatchReque
 from ssebench.core.cli.root import Root
 from ssebench.core.errors import ConfigError, PatchError
 from ssebench.core.orchestrator import Progress
+from ssebench.core.toolfiles import Graft
 from ssebench.core.verdicts import PatchGrade, dump
 
 CONTAINER_MARKS = ("/.dockerenv", "/run/.containerenv")  # Docker's, Podman's
@@ -100,24 +101,24 @@ def grade_patch(root: Root, request: GradePatchRequest) -> PatchGrade:
         graded = docker.in_image(task)
         here = graded.here  # its tree as this machine reads it
     signals = find_signals(patch, watch_for(here))  # read as data: before anything runs
-    reverted: list[str] = []
+    graft = Graft()
     try:
         if request.backend == "docker":
             container = in_container(root, logs, every_case=request.every_case,
                                      quiet=request.quiet)  # fmt: skip
-            verdict = docker.grade_in_image(graded, patch, container, reverted=reverted)
+            verdict = docker.grade_in_image(graded, patch, container, graft=graft)
         else:
             root.mechanism()  # refused in one line before a copy is made
             progress = evaluate.stderr_progress(request.quiet)
             outcome = run_on_copy(
-                root, patch, progress, quiet=request.quiet, logs=logs, reverted=reverted,
+                root, patch, progress, quiet=request.quiet, logs=logs, graft=graft,
                 every_case=request.every_case,
             )  # fmt: skip
             verdict = patched_grade(outcome, None)
     except PatchError as exc:
         print(f"ssebench: the patch does not apply: {exc}", file=sys.stderr)
         verdict = patched_grade(None, str(exc))
-    return reviewed(verdict, reverted, signals)
+    return reviewed(verdict, graft, signals)
 
 
 def in_container(
@@ -140,11 +141,11 @@ def run_on_copy(
     quiet: bool = False,
     every_case: bool = False,
     logs: Path | None = None,
-    reverted: list[str] | None = None,
+    graft: Graft | None = None,
     fresh_container: bool = False,
 ) -> Outcome:
     """Every check the root's task has, on a scratch copy of its source with `patch` applied
-    (None: as shipped) and its protected paths put back (added to `reverted`); in a fresh
+    (None: as shipped) and kept to the grade's rules (what was done added to `graft`); in a fresh
     container (`fresh_container`), on the tree where it is. PatchError when it does not apply;
     NoVerdict after an internal failure."""
     from ssebench.core.daemons.door import patched_copy
@@ -154,9 +155,7 @@ def run_on_copy(
     task = root.task
     assert task is not None
     graded = (
-        contextlib.nullcontext(task.source)
-        if fresh_container
-        else patched_copy(task, patch, reverted)
+        contextlib.nullcontext(task.source) if fresh_container else patched_copy(task, patch, graft)
     )
     try:
         with graded as copy:

@@ -21,6 +21,7 @@ from ssebench.core.daemons.door import Task
 from ssebench.core.errors import ConfigError, PatchError
 from ssebench.core.orchestrator import Progress
 from ssebench.core.registry import Registry
+from ssebench.core.toolfiles import Graft
 from ssebench.core.verdicts import PatchGrade
 
 if TYPE_CHECKING:
@@ -67,11 +68,11 @@ def validate_task(root: Root, request: ValidateRequest) -> Validation:
     assert root.task is not None  # --task is required
     fix = read_patch(request.fix)
     logs = logs_folder(request.logs)
-    reverted: list[str] = []  # what the fix changed of the protected paths, in every run
+    graft = Graft()  # what the grades did to the fix, in every run
     if request.backend == "docker":
-        grade, here = _in_image(root, request, reverted)
+        grade, here = _in_image(root, request, graft)
     else:
-        grade, here = _here(root, request, reverted), root.task
+        grade, here = _here(root, request, graft), root.task
     runs: dict[str, list[Outcome]] = {SHIPPED: [], FIXED: []}
     fix_error = None
     for run in range(1, request.runs + 1):
@@ -87,23 +88,23 @@ def validate_task(root: Root, request: ValidateRequest) -> Validation:
                 fix_error = str(exc)
     commands = {key: table.cases for key, table in here.checks.items()}
     problems, warnings = unfinished(commands, here.source, fix)
-    found = (problems, [*warnings, *task_warnings(here, reverted)])
+    found = (problems, [*warnings, *task_warnings(here, graft)])
     return judge_task(runs[SHIPPED], runs[FIXED], fix_error, found=found)
 
 
-def _here(root: Root, request: ValidateRequest, reverted: list[str]) -> Side:
+def _here(root: Root, request: ValidateRequest, graft: Graft) -> Side:
     root.mechanism()  # refused in one line before anything is graded
 
     def grade(patch: bytes | None, progress: Progress, logs: Path | None) -> Outcome:
         return run_on_copy(
             root, patch, progress, quiet=request.quiet, every_case=True, logs=logs,
-            reverted=reverted,
+            graft=graft,
         )  # fmt: skip
 
     return grade
 
 
-def _in_image(root: Root, request: ValidateRequest, reverted: list[str]) -> tuple[Side, Task]:
+def _in_image(root: Root, request: ValidateRequest, graft: Graft) -> tuple[Side, Task]:
     """Each tree graded in a fresh container of the task's image; its verdicts read back."""
     from ssebench.core.backends import docker
 
@@ -112,7 +113,7 @@ def _in_image(root: Root, request: ValidateRequest, reverted: list[str]) -> tupl
 
     def grade(patch: bytes | None, progress: Progress, logs: Path | None) -> Outcome:
         asked = in_container(root, logs, every_case=True, quiet=request.quiet)
-        verdict = docker.grade_in_image(graded, patch, asked, reverted=reverted)
+        verdict = docker.grade_in_image(graded, patch, asked, graft=graft)
         return outcome_of(verdict, root.registry, graded.task)
 
     return grade, graded.here

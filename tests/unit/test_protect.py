@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from ssebench.core.toolfiles import TreeRules
 from ssebench.daemon.protect import globs, revert_protected, unmatched_globs
 
 Snapshot = dict[str, tuple[object, ...]]
@@ -49,6 +50,11 @@ SHIPPED = {
 }
 
 
+def revert(pristine: Path, copy: Path, protected: list[str]) -> list[str]:
+    """What `protected` alone puts back (the tools' rules: tests/unit/test_toolfiles.py)."""
+    return revert_protected(pristine, copy, TreeRules(protected=tuple(protected)))
+
+
 @pytest.fixture
 def trees(tmp_path: Path) -> tuple[Path, Path]:
     pristine = tree(tmp_path / "pristine", SHIPPED)
@@ -68,7 +74,7 @@ def test_every_kind_of_change_is_put_back_and_the_rest_stays(trees: tuple[Path, 
     (copy / "sub" / "Makefile").write_text("changed\n")  # `/Makefile` is the top one only
     expected = {**snapshot(pristine), "rle.c": snapshot(copy)["rle.c"]}
     expected["sub/Makefile"] = snapshot(copy)["sub/Makefile"]
-    assert revert_protected(pristine, copy, ["/Makefile", "tests/", "conftest.py"]) == [
+    assert revert(pristine, copy, ["/Makefile", "tests/", "conftest.py"]) == [
         "Makefile",
         "conftest.py",
         "tests/cli.sh",
@@ -77,15 +83,15 @@ def test_every_kind_of_change_is_put_back_and_the_rest_stays(trees: tuple[Path, 
         "tests/new/a.py",
     ]
     assert snapshot(copy) == expected
-    assert revert_protected(pristine, copy, ["/Makefile", "tests/", "conftest.py"]) == []
+    assert revert(pristine, copy, ["/Makefile", "tests/", "conftest.py"]) == []
 
 
 def test_nothing_protected_changes_nothing(trees: tuple[Path, Path]) -> None:
     pristine, copy = trees
     (copy / "tests" / "cli.sh").write_text("echo ok\n")
     before = snapshot(copy)
-    assert revert_protected(pristine, copy, []) == []
-    assert revert_protected(pristine, copy, ["nothing-here/"]) == []
+    assert revert(pristine, copy, []) == []
+    assert revert(pristine, copy, ["nothing-here/"]) == []
     assert snapshot(copy) == before
 
 
@@ -98,7 +104,7 @@ def test_a_protected_file_made_a_link_out_of_the_tree_is_replaced_not_written_th
     (copy / "Makefile").symlink_to(outside / "Makefile")
     shutil.rmtree(copy / "tests")
     (copy / "tests").symlink_to(outside)  # the whole folder, to one holding a cli.sh
-    assert revert_protected(pristine, copy, ["/Makefile", "tests/**"]) == [
+    assert revert(pristine, copy, ["/Makefile", "tests/**"]) == [
         "Makefile",
         "tests",
         "tests/cli.sh",
@@ -117,7 +123,7 @@ def test_a_protected_folder_made_a_file_and_a_file_made_a_folder(trees: tuple[Pa
     (copy / "tests").write_text("not a folder\n")
     (copy / "Makefile").unlink()
     tree(copy, {"Makefile/inside": "x\n"})
-    assert revert_protected(pristine, copy, ["tests/", "/Makefile"]) == [
+    assert revert(pristine, copy, ["tests/", "/Makefile"]) == [
         "Makefile",
         "tests",
         "tests/cli.sh",
@@ -131,7 +137,7 @@ def test_links_of_the_tree_are_kept_as_links(trees: tuple[Path, Path]) -> None:
     (pristine / "tests" / "run").symlink_to("cli.sh")
     (copy / "tests" / "run").symlink_to("/bin/true")  # a link of the patch's own
     (copy / "tests" / "extra").symlink_to("/etc")
-    assert revert_protected(pristine, copy, ["tests/"]) == ["tests/extra", "tests/run"]
+    assert revert(pristine, copy, ["tests/"]) == ["tests/extra", "tests/run"]
     assert snapshot(copy) == snapshot(pristine)
 
 
@@ -141,7 +147,7 @@ def test_times_and_a_negated_glob(trees: tuple[Path, Path]) -> None:
     (copy / "tests" / "cli.sh").write_text("echo ok\n")
     (copy / "tests" / "data" / "in.txt").write_text("regenerated\n")
     # As in git: `tests/*` excludes the folder tests/data, so all it holds is protected.
-    reverted = revert_protected(pristine, copy, ["tests/*", "!tests/cli.sh"])
+    reverted = revert(pristine, copy, ["tests/*", "!tests/cli.sh"])
     assert reverted == ["tests/data/in.txt"]
     assert (copy / "tests" / "data" / "in.txt").stat().st_mtime == 1_000_000
     assert (copy / "tests" / "cli.sh").read_text() == "echo ok\n"

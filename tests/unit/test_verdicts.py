@@ -47,7 +47,7 @@ def test_a_table_row_per_field_nested_by_path() -> None:
 def test_an_unknown_key_or_a_wrong_type_is_refused() -> None:
     good = {
         "resolved": True,
-        "patch": {"applied": True, "error": None},
+        "patch": {"applied": True, "error": None, "dropped": []},
         "protected": {"reverted": []},
         "signals": [{"kind": "sanitizer-off", "path": "Makefile", "line": 3, "detail": "x"}],
         "checks": [],
