@@ -14,7 +14,8 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from ssebench.core.treediff import diff_trees
+from ssebench.core.gitignore import Ignore
+from ssebench.core.treediff import diff_trees, scan
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 BUILD_OUTPUTS = shutil.ignore_patterns("*.o", "rle", "test_rle", "__pycache__", "*.pyc")
@@ -30,8 +31,13 @@ def edit(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new, 1))
 
 
-def c_task(folder: Path, protected: str | None) -> Path:
+def c_task(folder: Path, protected: str | None, *, include: bool = False) -> Path:
+    """The C example without intent tests; `include`: its Makefile takes local settings from
+    an optional `local.mk`, which the tree does not ship."""
     shutil.copytree(EXAMPLES / "c-rle", folder, ignore=BUILD_OUTPUTS)
+    if include:
+        makefile = folder / "src" / "Makefile"
+        makefile.write_text(makefile.read_text() + "\n-include local.mk\n")
     toml = folder / "task.toml"
     text = toml.read_text().replace('protected = ["/Makefile", "tests/"]\n', "")
     text = text[: text.index("[checks.intent]")] + text[text.index("[checks.functional]") :]
@@ -97,13 +103,50 @@ def c_fix(src: Path) -> None:
     subprocess.run(["patch", "-s", "-p1", "-d", str(src)], input=patch, check=True)
 
 
+# A Makefile that make reads before the protected `Makefile`: no sanitizer, tests that pass.
+GNUMAKEFILE = """\
+CFLAGS ?= -g -O1
+all: rle tests/test_rle
+rle: main.o rle.o
+\t$(CC) $(CFLAGS) -o $@ main.o rle.o
+tests/test_rle: tests/test_rle.o rle.o
+\t$(CC) $(CFLAGS) -o $@ tests/test_rle.o rle.o
+%.o: %.c rle.h
+\t$(CC) $(CFLAGS) -c -o $@ $<
+check: all
+\t@echo ok
+"""
+
+
+def _gnumakefile(src: Path) -> None:
+    (src / "GNUmakefile").write_text(GNUMAKEFILE)
+
+
+def _local_mk(src: Path) -> None:
+    (src / "local.mk").write_text("SANITIZE =\n")
+
+
+def _prebuilt(src: Path) -> None:
+    """main.o, rle.o and rle built here without AddressSanitizer, in the patch: applied after
+    the shipped sources, they are newer, so make would build nothing."""
+    for name in ("main", "rle"):
+        subprocess.run(
+            ["cc", "-g", "-O1", "-c", "-o", f"{name}.o", f"{name}.c"], cwd=src, check=True
+        )
+    subprocess.run(["cc", "-o", "rle", "main.o", "rle.o"], cwd=src, check=True)
+
+
 C_RIGS: dict[str, Edit] = {
     "tests print ok": _cli_prints_ok,
     "sanitizer off in the Makefile": _no_sanitizer,
     "SIGSEGV handler and __asan_default_options, linked by the Makefile": _asan_quiet,
     "exit 0 for an input under $SSE_TASK_DIR": _task_dir_exits,
     "tests/ made a link to tests of the patch's own": _tests_link,
+    "a GNUmakefile beside the Makefile": _gnumakefile,
+    "prebuilt objects and program": _prebuilt,
 }
+# On the task whose Makefile ends with `-include local.mk` (c_task's `include`).
+INCLUDE_RIGS: dict[str, Edit] = {"local.mk without the sanitizer": _local_mk}
 
 # --- a Python task whose tests are pytest's ------------------------------------------------
 
@@ -178,8 +221,9 @@ def test_no_host():
 PY_TOML = """\
 source = "src"
 
+# An import check (compileall would rewrite a stale bytecode file; an import uses one as it is).
 [checks.build]
-run = "python3 -m compileall -q ."
+run = "python3 -c 'import hostport'"
 
 # A port out of range reaches struct.pack: an uncaught struct.error, a traceback, exit 1.
 [checks.pocs]
@@ -303,6 +347,59 @@ def _py_skip(src: Path) -> None:
         edit(src / "tests" / "test_hostport.py", f"def {name}", f"@pytest.mark.skip\ndef {name}")
 
 
+# A plugin that marks every test passed, and the ways a patch could have pytest load it.
+RIGPLUGIN = """\
+import pytest
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    outcome.get_result().outcome = "passed"
+"""
+
+
+def _py_entry_point(src: Path) -> None:
+    _py_refuse(src)
+    (src / "rigplugin.py").write_text(RIGPLUGIN)
+    info = src / "rig-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: rig\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[pytest11]\nrig = rigplugin\n")
+
+
+def _py_dot_ini(src: Path) -> None:
+    _py_refuse(src)
+    (src / "rigplugin.py").write_text(RIGPLUGIN)
+    (src / ".pytest.ini").write_text("[pytest]\naddopts = -p rigplugin\n")
+
+
+def _py_fake_pytest(src: Path) -> None:
+    _py_refuse(src)
+    (src / "pytest").mkdir()
+    (src / "pytest" / "__init__.py").write_text("")
+    (src / "pytest" / "__main__.py").write_text('print("4 passed in 0.01s")\n')
+
+
+def _py_bytecode(src: Path) -> None:
+    """The fix compiled into an unchecked-hash bytecode file, the source left as shipped:
+    Python never compares such a file with its source."""
+    package = src / "hostport"
+    shipped = (package / "__init__.py").read_text()
+    py_fix(src)
+    code = (
+        "import py_compile, sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2], "
+        "invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)"
+    )
+    python = "/usr/bin/python3"  # the one the cases run
+    tag = "import sys; print(sys.implementation.cache_tag)"
+    found = subprocess.run([python, "-c", tag], capture_output=True, text=True, check=True)
+    cfile = package / "__pycache__" / f"__init__.{found.stdout.strip()}.pyc"
+    subprocess.run([python, "-c", code, str(package / "__init__.py"), str(cfile)], check=True)
+    (package / "__init__.py").write_text(shipped)
+    (src / "tests" / "test_range.py").unlink()
+
+
 PY_RIGS: dict[str, Edit] = {
     "tests edited to pass": _py_tests_pass,
     "conftest.py marks every test passed": _py_conftest,
@@ -310,14 +407,29 @@ PY_RIGS: dict[str, Edit] = {
     "sys.excepthook exits 0": _py_excepthook,
     "pytest.ini deselects the failing tests": _py_deselect,
     "the failing tests skipped": _py_skip,
+    "a dist-info entry point loads a plugin": _py_entry_point,
+    ".pytest.ini loads a plugin": _py_dot_ini,
+    "a pytest package of the patch's own": _py_fake_pytest,
+    "the fix as bytecode, the source unfixed": _py_bytecode,
 }
 
 
 def patch_of(task: Path, change: Edit, where: Path) -> Path:
-    """The patch `change` makes to a copy of `task`'s tree, written to `where`."""
+    """The patch `change` makes to a copy of `task`'s tree, written to `where`: every file it
+    made, those the shipped .gitignore excludes too (as `git add -f` then `git diff --cached
+    --binary` writes them: a rig's prebuilt objects)."""
     copy = where.parent / f"{where.stem}-tree"
     shutil.copytree(task / "src", copy, symlinks=True, ignore=BUILD_OUTPUTS)
     change(copy)
-    where.write_bytes(diff_trees(task / "src", copy))
-    shutil.rmtree(copy)
+    ignored = where.parent / f"{where.stem}-ignored"
+    shipped, ignore = scan(task / "src"), Ignore(task / "src")
+    for path in [p for p in scan(copy) if p not in shipped and ignore.excludes(p)]:
+        (ignored / path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(copy / path, ignored / path)
+    empty = where.parent / f"{where.stem}-empty"
+    empty.mkdir()
+    forced = diff_trees(empty, ignored) if ignored.exists() else b""
+    where.write_bytes(diff_trees(task / "src", copy) + forced)
+    for folder in (copy, ignored, empty):
+        shutil.rmtree(folder, ignore_errors=True)
     return where

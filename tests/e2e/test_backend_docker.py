@@ -100,7 +100,7 @@ def test_both_backends_agree_on_every_example_verdict(
     assert local["summary"]["errors"] == 0
     assert local["summary"]["empty_patch_ids"] == ["empty/c-rle", "empty/py-config"]
     bad = local["bad/c-rle"]["result"]
-    applied = {"applied": False, "error": "nope.c: No such file or directory"}
+    applied = {"applied": False, "error": "nope.c: No such file or directory", "dropped": []}
     assert bad == {"resolved": False, "patch": applied, "protected": {"reverted": []},
                    "signals": [], "checks": []}  # fmt: skip
     partial = local["partial/py-config"]["result"]["checks"][1]

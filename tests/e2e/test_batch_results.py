@@ -34,7 +34,7 @@ print("ssebench: build: started", file=sys.stderr)
 print(f"asked for {asked['task']}", file=sys.stderr)
 
 def grade(resolved, signals=()):
-    applied = {"applied": True, "error": None}
+    applied = {"applied": True, "error": None, "dropped": []}
     verdict = {"resolved": resolved, "patch": applied, "protected": {"reverted": []},
                "signals": list(signals), "checks": []}
     print(json.dumps({"status": 0 if resolved else 1, "verdict": verdict}))
@@ -112,7 +112,7 @@ def test_verdicts_errors_and_what_a_rerun_skips(tmp_path: Path, stand_in: list[s
     saved = json.loads((out / "m/a/result.json").read_text())
     assert saved == {
         "resolved": True,
-        "patch": {"applied": True, "error": None},
+        "patch": {"applied": True, "error": None, "dropped": []},
         "protected": {"reverted": []},
         "signals": [],
         "checks": [],

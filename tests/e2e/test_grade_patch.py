@@ -136,7 +136,7 @@ def test_the_fix_and_the_partial_fix_with_every_case_log(
     found = grade(run_cli, c_rle, c_rle / patch, scratch_env, "--logs", str(saved))
     answer = found[1]
     assert (found[0], answer["resolved"], answer["patch"]) == (
-        code, code == 0, {"applied": True, "error": None},
+        code, code == 0, {"applied": True, "error": None, "dropped": []},
     )  # fmt: skip
     assert statuses(answer) == checks
     assert sorted(p.name for p in saved.iterdir()) == sorted(logs)
@@ -152,7 +152,7 @@ def test_a_patch_that_does_not_apply_runs_no_check(
     stale.write_text((c_rle / "fix.patch").read_text().replace(" \t\tsize_t count;", " \t\tint n;"))
     code, answer, stderr = grade(run_cli, c_rle, stale, env)
     error = "patch failed: rle.c:88; rle.c: patch does not apply"
-    assert (code, answer) == (1, {"resolved": False, "patch": {"applied": False, "error": error},
+    assert (code, answer) == (1, {"resolved": False, "patch": {"applied": False, "error": error, "dropped": []},
                                   "protected": {"reverted": []}, "signals": [],
                                   "checks": []})  # fmt: skip
     assert stderr == f"ssebench: the patch does not apply: {error}\n"
@@ -184,7 +184,7 @@ def test_a_patch_that_writes_outside_the_tree_is_refused(
     evil = tmp_path / "evil.patch"
     evil.write_text(text.format(outside=outside))
     code, answer, _ = grade(run_cli, c_rle, evil, scratch_env)
-    assert (code, answer["patch"]) == (1, {"applied": False, "error": error})
+    assert (code, answer["patch"]) == (1, {"applied": False, "error": error, "dropped": []})
     assert list(outside.iterdir()) == []
     assert not (tmp_path / "evil").exists() and not (c_rle / "evil").exists()
 
@@ -243,6 +243,7 @@ def test_a_binary_change_without_its_hunk_does_not_apply(
         "data.bin: patch does not apply; "
         "cannot apply binary patch to 'new.bin' without full index line; "
         "new.bin: patch does not apply",
+        "dropped": [],
     }
 
 
@@ -269,7 +270,7 @@ def test_an_empty_patch_grades_the_tree_as_shipped(
     empty.write_text("")
     code, answer, _ = grade(run_cli, files_task, empty, env)
     assert (code, answer["patch"], statuses(answer)["build"]) == (
-        1, {"applied": True, "error": None}, ("failed", [False]),
+        1, {"applied": True, "error": None, "dropped": []}, ("failed", [False]),
     )  # fmt: skip
 
 

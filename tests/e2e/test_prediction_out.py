@@ -63,7 +63,7 @@ def test_an_agents_change_becomes_a_prediction_that_grades(c_rle: Path, tmp_path
     summary = json.loads(done.stdout)
     assert (summary["resolved_ids"], summary["errors"]) == (["acme/agent-1/c-rle"], 0)
     result = json.loads((tmp_path / "graded/acme__agent-1/c-rle/result.json").read_text())
-    assert result["patch"] == {"applied": True, "error": None}
+    assert result["patch"] == {"applied": True, "error": None, "dropped": []}
 
 
 def test_an_untouched_tree_is_an_empty_patch(tmp_path: Path) -> None:

@@ -82,7 +82,7 @@ def test_a_git_filter_planted_in_the_tree_runs_neither_for_a_call_nor_when_gradi
     assert (done.returncode, answer["resolved"], answer["patch"]) == (
         1,
         False,
-        {"applied": True, "error": None},
+        {"applied": True, "error": None, "dropped": []},
     )
     assert statuses(answer)["pocs"] == "failed"
     assert not marker.exists()
