@@ -152,7 +152,8 @@ def test_a_patch_that_does_not_apply_runs_no_check(
     stale.write_text((c_rle / "fix.patch").read_text().replace(" \t\tsize_t count;", " \t\tint n;"))
     code, answer, stderr = grade(run_cli, c_rle, stale, env)
     error = "patch failed: rle.c:88; rle.c: patch does not apply"
-    assert (code, answer) == (1, {"resolved": False, "patch": {"applied": False, "error": error, "dropped": []},
+    patch = {"applied": False, "error": error, "dropped": []}
+    assert (code, answer) == (1, {"resolved": False, "patch": patch,
                                   "protected": {"reverted": []}, "signals": [],
                                   "checks": []})  # fmt: skip
     assert stderr == f"ssebench: the patch does not apply: {error}\n"
