@@ -13,11 +13,10 @@ from pathlib import PurePosixPath
 
 from ssebench.core.gitignore import Ignore
 from ssebench.core.patchparse import FileDiff, Line
-from ssebench.core.toolfiles import HOOKS
+from ssebench.core.toolfiles import HOOKS, TEST_FOLDERS
 
-# Folders whose files are tests, whatever their names (`testing` is left out: numpy's and Go's
-# are library code), and files that are tests by the convention of their language (C has none).
-TEST_FOLDERS = frozenset({"test", "tests", "testsuite", "__tests__", "spec", "specs"})
+# Files that are tests by the convention of their language (C has none); the folders whose files
+# are tests whatever their names are core/toolfiles.py's TEST_FOLDERS.
 _TEST_NAME = re.compile(
     r"(^test_.*\.py|.*_test\.py|.*_test\.go|.*\.(test|spec)\.[cm]?[jt]sx?|.*_spec\.rb"
     r"|.*Tests?\.(java|kt))$"

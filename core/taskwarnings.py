@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ssebench.core.daemons.door import SYSTEM, Task, unmatched_globs
-from ssebench.core.toolfiles import Graft
+from ssebench.core.toolfiles import Graft, known_name
 
 
 def task_warnings(task: Task, graft: Graft | None = None) -> list[str]:
@@ -23,6 +23,7 @@ def task_warnings(task: Task, graft: Graft | None = None) -> list[str]:
         f"protected: {glob} matches nothing in the source tree (a typo? as it is, it only "
         "keeps a patch from adding such a path)"
         for glob in unmatched_globs(task.source, task.protected)
+        if not known_name(glob)
     ]
     warnings += _unreadable_links(task)
     if graft is not None and graft.reverted:

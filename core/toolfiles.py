@@ -64,6 +64,11 @@ BUILD_TOOLS = (
     ),
 )
 BUILD_NAMES = frozenset(name for tool in BUILD_TOOLS for name in tool.reads)
+BUILD_SUFFIXES = (".mk", ".cmake")  # what build files include, by convention
+# Folders whose files are tests, whatever their names (`testing` is left out: numpy's and Go's
+# are library code), and the folders of fuzz targets, which an OSS-Fuzz PoC runs.
+TEST_FOLDERS = frozenset({"test", "tests", "testsuite", "__tests__", "spec", "specs"})
+CHECK_FOLDERS = TEST_FOLDERS | {"fuzz", "fuzzing", "fuzzer", "fuzzers", "oss-fuzz"}
 TOOL_OF = {name: tool for tool in BUILD_TOOLS for name in tool.reads}
 
 # Files and folders a runner loads by itself, wherever they lie: a patch may not add them (the
@@ -105,6 +110,18 @@ _MAGIC = (
 )
 OUTPUT_HEAD = 16  # bytes of a file that `build_output` needs
 _PYC_MAGIC = range(3000, 4000)  # CPython 3's bytecode magic numbers (3.0 is 3000s, 3.13 3571)
+
+
+def is_build_file(name: str) -> bool:
+    """A file of a build tool's by its name, or one that build files include by convention."""
+    return name in BUILD_NAMES or name.endswith(BUILD_SUFFIXES)
+
+
+def known_name(glob: str) -> bool:
+    """Whether a `protected` glob names what the tables know (a build file, a test folder)
+    rather than a path of one tree: no typo, even where a tree has none of it."""
+    name = glob.removeprefix("!").rstrip("/")
+    return "/" not in name and (is_build_file(name) or name in CHECK_FOLDERS)
 
 
 def build_output(head: bytes) -> str | None:

@@ -57,7 +57,7 @@ def _task(meta: Metadata, where: str, record: Any) -> Imported:
         "triggered_if = { sanitizer = false, passing_exit_codes = [0] }\n",
     )
     image = IMAGE.format(id=meta.localId)
-    toml = oss_fuzz_toml(head, f"/src/{project}", image, "arvo compile", poc)
+    toml = oss_fuzz_toml(head, f"/src/{project}", image, "arvo compile", poc, None)
     task = Imported(f"arvo-{meta.localId}", toml)
     task.add("arvo.json", metadata_json(record))
     return task

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ssebench.core.digests import ssebench_version
 from ssebench.core.errors import ConfigError, plain_error
+from ssebench.core.importers.protection import protected_globs, protected_lines
 from ssebench.core.tomltext import toml_array, toml_string
 
 # A Docker repository's path component: what a task id becomes in an image name.
@@ -229,11 +230,15 @@ class PocRun:
     rule: str
 
 
-def oss_fuzz_toml(head: str, source: str, image: str, build: str, poc: PocRun) -> str:
-    """task.toml of a task that OSS-Fuzz's `compile` builds in its image."""
+def oss_fuzz_toml(
+    head: str, source: str, image: str, build: str, poc: PocRun, fix: bytes | None
+) -> str:
+    """task.toml of a task that OSS-Fuzz's `compile` builds in its image (`fix`: its reference
+    fix, whose paths stay the agent's)."""
     return f"""\
 {head}source = {toml_string(source)}
 image = {toml_string(image)}
+{protected_lines(protected_globs(None, fix)).rstrip()}
 # OSS-Fuzz's compile reads the build script and what the image fetched under /src, and writes
 # /out and /work.
 readable = ["/src"]

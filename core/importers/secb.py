@@ -71,8 +71,9 @@ def _task(instance: Instance, where: str, record: Any) -> Imported:
         f"\n[checks.pocs.triggered_if]\nsanitizer = false\noutput_regex = {toml_string(REPORT)}\n"
         f"passing_exit_codes = [{instance.exit_code}]\n",
     )
-    toml = oss_fuzz_toml(head, source, IMAGE.format(id=ident), "secb build", poc)
+    fix = instance.patch.encode()
+    toml = oss_fuzz_toml(head, source, IMAGE.format(id=ident), "secb build", poc, fix)
     task = Imported(ident, toml)
     task.add("secb.json", metadata_json(record))
-    task.add("fix.patch", instance.patch.encode())
+    task.add("fix.patch", fix)
     return task

@@ -31,6 +31,7 @@ from ssebench.core.importers.common import (
     provenance,
     validated,
 )
+from ssebench.core.importers.protection import protected_globs, protected_lines
 from ssebench.core.tomltext import toml_array, toml_string
 
 REGISTRY = "ghcr.io/42-b3yond-6ug/ssebench"
@@ -192,6 +193,7 @@ def import_upstream(given: Path, *, source: Path | None, image: str | None) -> I
         for key, path in _scripts(config)
     }
     checks = _checks(folder, config, task, scripts)
+    fix = task.files["fix.patch"][0] if "fix.patch" in task.files else None
     what = f"upstream ssebench task {config.id} ({config.project}, {config.language})"
     lines = [
         provenance("upstream", str(given.resolve()), what, "upstream/").rstrip("\n"),
@@ -201,6 +203,7 @@ def import_upstream(given: Path, *, source: Path | None, image: str | None) -> I
         *([toml_array(list(scripts.values()), "files")] if scripts else []),
         "# The image's build variables (a case's environment is an allow-list).",
         toml_array(list(BUILD_ENV), "pass_env"),
+        protected_lines(protected_globs(source, fix)).rstrip("\n"),
     ]
     task.toml = "\n".join(lines) + "\n" + "".join(checks)
     return task
@@ -230,10 +233,11 @@ def _checks(folder: _Folder, config: Config, task: Imported, copied: dict[str, s
             raise SourceError(config_file, "files.poc", "PoCs need scripts.run")
         cases = [f"{_run(copied['run'])} {_run(path)}" for path in pocs]
         tables.append(
-            "\n# Judged as upstream judges them: run.sh's exit status alone (0: no longer "
-            f"triggers).\n[checks.pocs]\n{toml_array(pocs, 'files')}\n"
+            "\n# Judged as upstream judges them, by run.sh's exit status (0: no longer triggers),\n"
+            "# and by a sanitizer's report, which reaches the log whatever run.sh reads.\n"
+            f"[checks.pocs]\n{toml_array(pocs, 'files')}\n"
             f"{toml_array(cases, 'cases', one_a_line=True)}\n"
-            "triggered_if = { sanitizer = false, passing_exit_codes = [0] }\n"
+            "triggered_if = { passing_exit_codes = [0] }\n"
         )
     if config.files.future_test:
         if "test" not in copied:

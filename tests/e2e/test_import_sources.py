@@ -271,12 +271,29 @@ pass_env = [
     'RUSTUP_HOME', 'RUSTUP_TOOLCHAIN', 'RUSTFLAGS',
 ]
 """
+# Where only the task's image has the tree: the build files and test folders by name.
+BY_NAME = """\
+# What decides the build and the tests, as shipped (less what the reference fix changes):
+# a graded patch cannot change it (docs/evaluating.md).
+protected = [
+    'BUILD', 'BUILD.bazel', 'CMakeLists.txt', 'CMakePresets.json', 'CMakeUserPresets.json',
+    'Cargo.lock', 'Cargo.toml', 'GNUmakefile', 'MODULE.bazel', 'Makefile', 'Makefile.am',
+    'Makefile.in', 'SConscript', 'SConstruct', 'Sconstruct', 'WORKSPACE', 'WORKSPACE.bazel',
+    'aclocal.m4', 'build.gradle', 'build.gradle.kts', 'build.ninja', 'build.rs', 'configure',
+    'configure.ac', 'configure.in', 'go.mod', 'go.sum', 'makefile', 'meson.build', 'meson.options',
+    'meson_options.txt', 'package-lock.json', 'package.json', 'pnpm-lock.yaml', 'pom.xml',
+    'pyproject.toml', 'sconstruct', 'settings.gradle', 'settings.gradle.kts', 'setup.cfg',
+    'setup.py', 'yarn.lock', '*.mk', '*.cmake', '__tests__/', 'fuzz/', 'fuzzer/', 'fuzzers/',
+    'fuzzing/', 'oss-fuzz/', 'spec/', 'specs/', 'test/', 'tests/', 'testsuite/',
+]
+"""
 SECB_TOML = f"""\
 # Imported by `ssebench import secb` (ssebench 0.1.0) from
 # SOURCE: SEC-bench instance c-rle.standin-1.
 # The source's own metadata is beside this file: secb.json.
 source = '/src/c-rle'
 image = 'hwiwonlee/secb.eval.x86_64.c-rle.standin-1:patch'
+{BY_NAME}\
 # OSS-Fuzz's compile reads the build script and what the image fetched under /src, and writes
 # /out and /work.
 {OSS_FUZZ_HEAD}
@@ -301,6 +318,7 @@ ARVO_TOML = f"""\
 # The source's own metadata is beside this file: arvo.json.
 source = '/src/c-tlv'
 image = 'n132/arvo:99999001-vul'
+{BY_NAME}\
 # OSS-Fuzz's compile reads the build script and what the image fetched under /src, and writes
 # /out and /work.
 {OSS_FUZZ_HEAD}

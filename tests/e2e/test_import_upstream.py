@@ -53,11 +53,15 @@ pass_env = [
     'MSAN_LIBS_PATH', 'GOPATH', 'GOROOT', 'GOFLAGS', 'GOTOOLCHAIN', 'CGO_ENABLED', 'CARGO_HOME',
     'RUSTUP_HOME', 'RUSTUP_TOOLCHAIN', 'RUSTFLAGS',
 ]
+# What decides the build and the tests, as shipped (less what the reference fix changes):
+# a graded patch cannot change it (docs/evaluating.md).
+protected = ['/Makefile', '/tests/']
 
 [checks.build]
 run = '"$SSE_TASK_DIR/scripts/build.sh"'
 
-# Judged as upstream judges them: run.sh's exit status alone (0: no longer triggers).
+# Judged as upstream judges them, by run.sh's exit status (0: no longer triggers),
+# and by a sanitizer's report, which reaches the log whatever run.sh reads.
 [checks.pocs]
 files = ['pocs/crash-1.bin', 'pocs/crash-2.bin', 'pocs/crash-3.bin']
 cases = [
@@ -65,7 +69,7 @@ cases = [
     '"$SSE_TASK_DIR/scripts/run.sh" "$SSE_TASK_DIR/pocs/crash-2.bin"',
     '"$SSE_TASK_DIR/scripts/run.sh" "$SSE_TASK_DIR/pocs/crash-3.bin"',
 ]
-triggered_if = { sanitizer = false, passing_exit_codes = [0] }
+triggered_if = { passing_exit_codes = [0] }
 
 [checks.intent]
 files = ['diffs/test.diff']
