@@ -28,6 +28,7 @@ from ssebench.daemon.confine.runner import GRACE_SECONDS, LOG_LIMIT, CaseEnd, Ru
 from ssebench.daemon.confine.user import CaseUserError, case_user, own_user
 from ssebench.daemon.guard import make_folder, private_parent, remove_folder, remove_tree
 from ssebench.daemon.runnercopy import RunnerCopy, SyncError
+from ssebench.daemon.sanitizers import report_options
 from ssebench.daemon.scratch import copy_tree
 from ssebench.daemon.task import Task
 from ssebench.daemon.writable import WritableFolders
@@ -63,10 +64,13 @@ def case_environment(
     folders: Folders,
     user: CaseUser,
     roots: Iterable[str] = ("/",),
+    sanitizer_exit: int | None = None,
 ) -> dict[str, str]:
     """The allow-list: PATH (less the folders the case cannot reach, so a command is found
     where the case can run it), the locale, TERM and TZ, the task's `pass_env` names; then its
-    own TMPDIR, HOME, USER and LOGNAME, the task's `env`, SSE_TASK_DIR and SSE_SOURCE_DIR."""
+    own TMPDIR, HOME, USER and LOGNAME, the task's `env`, SSE_TASK_DIR and SSE_SOURCE_DIR; and
+    the sanitizers' variables, the task's values with our `log_path` (the case's report folder)
+    and `exitcode=sanitizer_exit` after them (daemon/sanitizers.py)."""
     names = {*PASSED, *task.pass_env}
     env = {
         name: value
@@ -78,6 +82,7 @@ def case_environment(
     env.update(TMPDIR=folders.tmp, HOME=folders.home, USER=user.name, LOGNAME=user.name)
     env.update(task.case_env(tree))
     env.update(SSE_TASK_DIR=str(task.directory), SSE_SOURCE_DIR=tree)
+    env.update(report_options(env, folders.reports, sanitizer_exit))
     return env
 
 
@@ -193,10 +198,17 @@ class Cases:
         return policy_for(self.task, check, self.tree, hidden=self.hidden, writable=grants)
 
     async def sync_and_run(
-        self, command: str, check: str, *, timeout: float, log_path: Path
+        self,
+        command: str,
+        check: str,
+        *,
+        timeout: float,
+        log_path: Path,
+        sanitizer_exit: int | None = None,
     ) -> CaseEnd:
-        """`command` as a case of `check`, on the runner copy brought up to date first.
-        RunnerError when it cannot run (the copy cannot be synced, the case cannot start)."""
+        """`command` as a case of `check`, on the runner copy brought up to date first, its
+        sanitizers ending it with `sanitizer_exit` (sanitizers.exit_code). RunnerError when it
+        cannot run (the copy cannot be synced, the case cannot start)."""
         try:
             await asyncio.to_thread(self.copy.sync)
         except SyncError as exc:
@@ -209,7 +221,13 @@ class Cases:
                 policy,
                 cwd=Path(self.tree.path),
                 env=case_environment(
-                    os.environ, self.task, self.tree.path, folders, self.user, self.roots
+                    os.environ,
+                    self.task,
+                    self.tree.path,
+                    folders,
+                    self.user,
+                    self.roots,
+                    sanitizer_exit,
                 ),
                 timeout=timeout,
                 log_path=log_path,
