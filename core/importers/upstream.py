@@ -230,10 +230,12 @@ def _checks(folder: _Folder, config: Config, task: Imported, copied: dict[str, s
             raise SourceError(config_file, "files.poc", "PoCs need scripts.run")
         cases = [f"{_run(copied['run'])} {_run(path)}" for path in pocs]
         tables.append(
-            "\n# Judged as upstream judges them: run.sh's exit status alone (0: no longer "
-            f"triggers).\n[checks.pocs]\n{toml_array(pocs, 'files')}\n"
+            "\n# Judged as upstream judges them: run.sh's exit status (0: no longer triggers);\n"
+            "# and a sanitizer report, which reaches ssebench by a folder of its own, not by the\n"
+            "# stderr that run.sh reads.\n"
+            f"[checks.pocs]\n{toml_array(pocs, 'files')}\n"
             f"{toml_array(cases, 'cases', one_a_line=True)}\n"
-            "triggered_if = { sanitizer = false, passing_exit_codes = [0] }\n"
+            "triggered_if = { passing_exit_codes = [0] }\n"
         )
     if config.files.future_test:
         if "test" not in copied:

@@ -57,7 +57,9 @@ pass_env = [
 [checks.build]
 run = '"$SSE_TASK_DIR/scripts/build.sh"'
 
-# Judged as upstream judges them: run.sh's exit status alone (0: no longer triggers).
+# Judged as upstream judges them: run.sh's exit status (0: no longer triggers);
+# and a sanitizer report, which reaches ssebench by a folder of its own, not by the
+# stderr that run.sh reads.
 [checks.pocs]
 files = ['pocs/crash-1.bin', 'pocs/crash-2.bin', 'pocs/crash-3.bin']
 cases = [
@@ -65,7 +67,7 @@ cases = [
     '"$SSE_TASK_DIR/scripts/run.sh" "$SSE_TASK_DIR/pocs/crash-2.bin"',
     '"$SSE_TASK_DIR/scripts/run.sh" "$SSE_TASK_DIR/pocs/crash-3.bin"',
 ]
-triggered_if = { sanitizer = false, passing_exit_codes = [0] }
+triggered_if = { passing_exit_codes = [0] }
 
 [checks.intent]
 files = ['diffs/test.diff']
