@@ -1,7 +1,10 @@
 """inotify through ctypes: the names a folder's entries were created, moved in or written by.
 
-The standard library has no inotify; this is the part of it the report folder (reports.py)
-needs, nothing more. A watch is a non-blocking descriptor the supervisor's poll loop waits on.
+The standard library has no inotify; this is the part of it the report folders (reports.py)
+need, nothing more. One instance serves a supervisor's whole life, a watch added for each case
+and removed after it: closing an instance that held a watch waits for the kernel's grace period
+(~8 ms here, bench/sanitizerlog.py), adding and removing a watch does not (~2 us). Its
+descriptor is non-blocking, for the supervisor's poll loop.
 """
 
 from __future__ import annotations
@@ -22,26 +25,31 @@ _EVENT = struct.Struct("iIII")  # wd, mask, cookie, len; then len bytes of name,
 _BUFFER = 1 << 16
 
 
-class Watch:
-    """An inotify descriptor watching one folder for `mask`."""
+class Inotify:
+    """An inotify instance, its watches added and removed by their descriptors."""
 
-    def __init__(self, folder: str, mask: int) -> None:
-        libc = ctypes.CDLL(None, use_errno=True)
-        fd = int(libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC))
-        if fd < 0:
-            raise _error("inotify_init1", folder)
-        if libc.inotify_add_watch(fd, os.fsencode(folder), mask | IN_ONLYDIR) < 0:
-            exc = _error("inotify_add_watch", folder)
-            os.close(fd)
-            raise exc
-        self.fd = fd
+    def __init__(self) -> None:
+        self._libc = ctypes.CDLL(None, use_errno=True)
+        self.fd = int(self._libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC))
+        if self.fd < 0:
+            raise _error("inotify_init1", "")
 
     def fileno(self) -> int:
         return self.fd
 
-    def events(self, reads: int) -> Iterator[tuple[int, str]]:
-        """(mask, name) of what happened, from at most `reads` reads of the queue: bounded, so
-        a case that writes without pause cannot keep the supervisor here."""
+    def add(self, folder: str, mask: int) -> int:
+        """A watch of `folder` (which must be one) for `mask`: its descriptor."""
+        wd = int(self._libc.inotify_add_watch(self.fd, os.fsencode(folder), mask | IN_ONLYDIR))
+        if wd < 0:
+            raise _error("inotify_add_watch", folder)
+        return wd
+
+    def remove(self, wd: int) -> None:
+        self._libc.inotify_rm_watch(self.fd, wd)  # gone with its folder already: nothing to do
+
+    def events(self, reads: int) -> Iterator[tuple[int, int, str]]:
+        """(watch, mask, name) of what happened, from at most `reads` reads of the queue:
+        bounded, so a case that writes without pause cannot keep the supervisor here."""
         for _ in range(reads):
             try:
                 data = os.read(self.fd, _BUFFER)
@@ -49,10 +57,10 @@ class Watch:
                 return
             at = 0
             while at + _EVENT.size <= len(data):
-                _, mask, _, size = _EVENT.unpack_from(data, at)
+                wd, mask, _, size = _EVENT.unpack_from(data, at)
                 name = data[at + _EVENT.size : at + _EVENT.size + size].rstrip(b"\0")
                 at += _EVENT.size + size
-                yield mask, os.fsdecode(name)
+                yield wd, mask, os.fsdecode(name)
 
     def close(self) -> None:
         if self.fd >= 0:

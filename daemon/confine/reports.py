@@ -45,15 +45,16 @@ class Report:
 
 
 class Reports:
-    """One case's report folder (`folder`, ours), its files made by `uid`."""
+    """One case's report folder (`folder`, ours), its files made by `uid`, watched by a watch
+    of `events` (the supervisor's one inotify instance) until `close`."""
 
-    def __init__(self, folder: str, uid: int) -> None:
-        self.uid = uid
+    def __init__(self, folder: str, uid: int, events: inotify.Inotify) -> None:
+        self.uid, self.events = uid, events
         self.dir = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
             if os.fstat(self.dir).st_uid != os.geteuid():
                 raise OSError(errno.EPERM, "the case's report folder is not ours", folder)
-            self.watch = inotify.Watch(f"/proc/self/fd/{self.dir}", MASK)
+            self.wd = events.add(f"/proc/self/fd/{self.dir}", MASK)
         except BaseException:
             os.close(self.dir)
             raise
@@ -63,7 +64,7 @@ class Reports:
         self.ignored = 0
 
     def fileno(self) -> int:
-        return self.watch.fileno()
+        return self.events.fileno()
 
     def take(self, room: int, final: bool = False) -> tuple[bytes, int, bool]:
         """(what to copy into the log: notes and new report bytes, the bytes past `room`
@@ -92,7 +93,9 @@ class Reports:
     def _look(self, final: bool) -> None:
         """Open what appeared since the last look (by its event's name; every name, should
         the queue have overflowed)."""
-        for mask, name in self.watch.events(1 << 20 if final else READS):
+        for wd, mask, name in self.events.events(1 << 20 if final else READS):
+            if wd not in (self.wd, -1):
+                continue  # an earlier case's (its watch is gone)
             if mask & inotify.IN_Q_OVERFLOW:
                 for entry in os.listdir(self.dir):
                     self._open(entry)
@@ -137,7 +140,7 @@ class Reports:
         for report in self.held.values():
             os.close(report.fd)
         self.held.clear()
-        self.watch.close()
+        self.events.remove(self.wd)
         os.close(self.dir)
 
 

@@ -156,6 +156,11 @@ class Case:
             self.fault = why if kind == "fault" else ""
 
     def finish(self) -> wire.Ended:
+        """Nothing of the case runs now: the last of its output and all its reports copied,
+        what it left in /tmp removed, its log closed; how it ended."""
+        self.copy()
+        self.copy_reports(final=True)
+        self.clean()
         notes = []
         if self.dropped and not self.fault:
             notes.append(

@@ -31,6 +31,7 @@ from ssebench.daemon.confine.access import AccessError, View, plan_policy, reada
 from ssebench.daemon.confine.broker import Broker
 from ssebench.daemon.confine.choice import confinement
 from ssebench.daemon.confine.disk import FLOOR, DiskWatch
+from ssebench.daemon.confine.inotify import Inotify
 from ssebench.daemon.confine.mechanism import Confinement, Folders
 from ssebench.daemon.confine.policy import CaseUser, Policy
 from ssebench.daemon.confine.pool import Pool, pool_size
@@ -55,6 +56,7 @@ class Supervisor:
     pool: Pool = field(default_factory=Pool)  # the coming cases' sandboxes, waiting
     plans: dict[Policy, dict[str, int]] = field(default_factory=dict)
     floor: int = FLOOR
+    events: Inotify | None = None  # the report folders' watches (reports.py), one at a time
 
     def send(self, message: wire.Message) -> None:
         with contextlib.suppress(OSError):
@@ -120,7 +122,8 @@ class Supervisor:
                     raise OSError(f"uid {self.user.uid}, who runs the case, cannot read {path}")
             with contextlib.suppress(OSError):
                 fcntl.fcntl(standby.output, F_SETPIPE_SZ, PIPE_SIZE)
-            reports = Reports(folders.reports, self.user.uid)  # watched before a byte is run
+            self.events = self.events or Inotify()
+            reports = Reports(folders.reports, self.user.uid, self.events)  # before a byte runs
             standby.ignite(message.argv, message.env, message.cwd)
         except BaseException:
             if standby is not None:
@@ -129,8 +132,8 @@ class Supervisor:
                 reports.close()
             kill_all(self.reap, self.pool.roots)
             raise
-        case = Case(message.id, standby.pid, standby.output, log, message.log_limit, policy, disk)
-        case.reports = reports
+        case = Case(message.id, standby.pid, standby.output, log, message.log_limit, policy, disk,
+                    reports=reports)  # fmt: skip
         if standby.listener is not None:
             broker = Broker(standby.listener, self.user, own, shared, self.confined.own_network)
             case.broker = broker
@@ -195,9 +198,6 @@ class Supervisor:
             case.killed += kill_all(self.reap, self.pool.roots)
             case.eof_by = now + EOF_WAIT
         if case.status is not None and (case.eof or (case.eof_by or now) <= now):
-            case.copy()
-            case.copy_reports(final=True)  # nothing of the case runs now: all they hold
-            case.clean()
             self.case = None
             self.send(case.finish())
 
@@ -270,6 +270,9 @@ class Supervisor:
         if self.confined is not None:
             self.confined.close()
             self.confined = None
+        if self.events is not None:
+            self.events.close()
+            self.events = None
         self.plans.clear()
 
 

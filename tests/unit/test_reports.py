@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from ssebench.daemon.confine import reports
+from ssebench.daemon.confine.inotify import Inotify
 from ssebench.daemon.confine.reports import Reports
 
 ROOT = os.geteuid() == 0
@@ -23,8 +24,15 @@ def folder(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def watch(folder: Path) -> Iterator[Reports]:
-    watching = Reports(str(folder), os.geteuid())
+def events() -> Iterator[Inotify]:
+    instance = Inotify()
+    yield instance
+    instance.close()
+
+
+@pytest.fixture
+def watch(folder: Path, events: Inotify) -> Iterator[Reports]:
+    watching = Reports(str(folder), os.geteuid(), events)
     yield watching
     watching.close()
 
@@ -128,14 +136,29 @@ def test_the_files_held_and_the_notes_are_bounded(
     )
 
 
-def test_a_folder_not_ours_is_refused(tmp_path: Path) -> None:
+def test_one_case_s_watch_sees_nothing_of_an_earlier_case_s(
+    tmp_path: Path, events: Inotify
+) -> None:
+    """The supervisor's one inotify instance serves every case, a watch each."""
+    (tmp_path / "first").mkdir()
+    (tmp_path / "second").mkdir()
+    first = Reports(str(tmp_path / "first"), os.geteuid(), events)
+    (tmp_path / "first" / "report.1").write_text("first\n")
+    first.close()  # its events still queued, unread
+    second = Reports(str(tmp_path / "second"), os.geteuid(), events)
+    (tmp_path / "second" / "report.2").write_text("second\n")
+    assert second.take(1 << 20, final=True) == (b"second\n", 0, False)
+    second.close()
+
+
+def test_a_folder_not_ours_is_refused(tmp_path: Path, events: Inotify) -> None:
     with pytest.raises(OSError, match="No such file or directory"):
-        Reports(str(tmp_path / "missing"), os.geteuid())
+        Reports(str(tmp_path / "missing"), os.geteuid(), events)
     (tmp_path / "real").mkdir()
     (tmp_path / "link").symlink_to(tmp_path / "real")
     with pytest.raises(OSError, match=r"Too many levels of symbolic links|Not a directory"):
-        Reports(str(tmp_path / "link"), os.geteuid())
+        Reports(str(tmp_path / "link"), os.geteuid(), events)
     if ROOT:
         os.chown(tmp_path / "real", 1234, 1234)
         with pytest.raises(OSError, match="the case's report folder is not ours"):
-            Reports(str(tmp_path / "real"), os.geteuid())
+            Reports(str(tmp_path / "real"), os.geteuid(), events)
