@@ -69,8 +69,7 @@ def case_environment(
     """The allow-list: PATH (less the folders the case cannot reach, so a command is found
     where the case can run it), the locale, TERM and TZ, the task's `pass_env` names; then its
     own TMPDIR, HOME, USER and LOGNAME, the task's `env`, SSE_TASK_DIR and SSE_SOURCE_DIR; and
-    the sanitizers' variables, the task's values with our `log_path` (the case's report folder)
-    and `exitcode=sanitizer_exit` after them (daemon/sanitizers.py)."""
+    the sanitizers' variables, their reports and status ours (daemon/sanitizers.py)."""
     names = {*PASSED, *task.pass_env}
     env = {
         name: value
@@ -198,37 +197,26 @@ class Cases:
         return policy_for(self.task, check, self.tree, hidden=self.hidden, writable=grants)
 
     async def sync_and_run(
-        self,
-        command: str,
-        check: str,
-        *,
-        timeout: float,
-        log_path: Path,
+        self, command: str, check: str, *, timeout: float, log_path: Path,
         sanitizer_exit: int | None = None,
-    ) -> CaseEnd:
+    ) -> CaseEnd:  # fmt: skip
         """`command` as a case of `check`, on the runner copy brought up to date first, its
-        sanitizers ending it with `sanitizer_exit` (sanitizers.exit_code). RunnerError when it
-        cannot run (the copy cannot be synced, the case cannot start)."""
+        sanitizers' status `sanitizer_exit`. RunnerError when it cannot run (no sync, no start)."""
         try:
             await asyncio.to_thread(self.copy.sync)
         except SyncError as exc:
             raise RunnerError(str(exc)) from exc
         folders = self._folders(check)
         policy = self._policy(check)
+        env = case_environment(
+            os.environ, self.task, self.tree.path, folders, self.user, self.roots, sanitizer_exit
+        )
         try:
             return await self.runner.run(
                 command,
                 policy,
                 cwd=Path(self.tree.path),
-                env=case_environment(
-                    os.environ,
-                    self.task,
-                    self.tree.path,
-                    folders,
-                    self.user,
-                    self.roots,
-                    sanitizer_exit,
-                ),
+                env=env,
                 timeout=timeout,
                 log_path=log_path,
                 case_dir=Path(folders.root),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import select
 import signal
 import time
 from dataclasses import dataclass, field
@@ -180,6 +181,15 @@ class Case:
             self.reports.close()
         code, signum = exit_status(self.status or 0)
         return wire.Ended(self.id, code, signum, self.killed, self.dropped, self.fault)
+
+
+def readable_fds(fds: list[int], timeout: float) -> set[int]:
+    """The descriptors that can be read now or within `timeout` seconds (poll, not select:
+    select cannot watch a descriptor numbered past 1023)."""
+    poller = select.poll()
+    for fd in fds:
+        poller.register(fd, select.POLLIN)
+    return {fd for fd, _ in poller.poll(timeout * 1000)}
 
 
 def _splice(source: int, target: int, count: int) -> int:

@@ -19,7 +19,6 @@ import contextlib
 import fcntl
 import os
 import resource
-import select
 import signal
 import socket
 import sys
@@ -37,7 +36,7 @@ from ssebench.daemon.confine.policy import CaseUser, Policy
 from ssebench.daemon.confine.pool import Pool, pool_size
 from ssebench.daemon.confine.reaper import kill_all, signal_all, usage
 from ssebench.daemon.confine.reports import Reports
-from ssebench.daemon.confine.running import LIMIT_TICK, TICK, Case
+from ssebench.daemon.confine.running import LIMIT_TICK, TICK, Case, readable_fds
 
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_DUMPABLE = 4
@@ -239,7 +238,7 @@ class Supervisor:
             watched = [self.sock.fileno(), wake_r, *(case.watched() if case else [])]
             # A standby to make is made once what came in was read: a Run comes first.
             making = case is None and self.pool.missing() is not None
-            ready = _ready(watched, 0 if making else self.wait())
+            ready = readable_fds(watched, 0 if making else self.wait())
             if wake_r in ready:
                 with contextlib.suppress(BlockingIOError):
                     os.read(wake_r, 4096)
@@ -274,15 +273,6 @@ class Supervisor:
             self.events.close()
             self.events = None
         self.plans.clear()
-
-
-def _ready(fds: list[int], timeout: float) -> set[int]:
-    """The descriptors that can be read now or within `timeout` seconds (poll, not select:
-    select cannot watch a descriptor numbered past 1023)."""
-    poller = select.poll()
-    for fd in fds:
-        poller.register(fd, select.POLLIN)
-    return {fd for fd, _ in poller.poll(timeout * 1000)}
 
 
 def main() -> None:
