@@ -119,10 +119,16 @@ class Case:
             self.broker.handle()
 
     def copy_reports(self, final: bool = False) -> None:
-        """Copy the reports' new bytes into the log (`final`: all of them, the case ended)."""
+        """Copy the reports' new bytes into the log (`final`: all of them, the case ended). A
+        folder that cannot be read is said, and watched no more: never the supervisor's end."""
         more = self.reports is not None
         while more and self.reports is not None:
-            data, skipped, more = self.reports.take(self.limit - self.written, final)
+            try:
+                data, skipped, more = self.reports.take(self.limit - self.written, final)
+            except OSError as exc:
+                self.reports.close()
+                self.reports, more = None, False
+                data, skipped = f"\n[ssebench: the sanitizer reports: {exc}]\n".encode(), 0
             self.dropped += skipped
             self.append(data)
 

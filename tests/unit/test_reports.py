@@ -10,8 +10,11 @@ from pathlib import Path
 import pytest
 
 from ssebench.daemon.confine import reports
+from ssebench.daemon.confine.disk import DiskWatch
 from ssebench.daemon.confine.inotify import Inotify
+from ssebench.daemon.confine.policy import Policy
 from ssebench.daemon.confine.reports import Reports
+from ssebench.daemon.confine.running import Case
 
 ROOT = os.geteuid() == 0
 
@@ -162,3 +165,29 @@ def test_a_folder_not_ours_is_refused(tmp_path: Path, events: Inotify) -> None:
         os.chown(tmp_path / "real", 1234, 1234)
         with pytest.raises(OSError, match="the case's report folder is not ours"):
             Reports(str(tmp_path / "real"), os.geteuid(), events)
+
+
+class FailingFolder:
+    """A report folder the file system fails to read (EIO): a fault no real folder shows."""
+
+    closed = False
+
+    def take(self, room: int, final: bool = False) -> tuple[bytes, int, bool]:
+        raise OSError(5, "Input/output error")
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_folder_that_cannot_be_read_is_said_and_watched_no_more(tmp_path: Path) -> None:
+    folder = FailingFolder()
+    log = os.open(tmp_path / "case.log", os.O_WRONLY | os.O_CREAT, 0o600)
+    disk = DiskWatch((str(tmp_path),), (), os.geteuid(), 1 << 30)
+    case = Case("c", 0, -1, log, 1000, Policy(), disk, reports=folder)  # type: ignore[arg-type]
+    try:
+        case.copy_reports()
+    finally:
+        os.close(log)
+    assert (folder.closed, case.reports) == (True, None)
+    said = "\n[ssebench: the sanitizer reports: [Errno 5] Input/output error]\n"
+    assert (tmp_path / "case.log").read_text() == said
