@@ -147,13 +147,19 @@ ATTACKER = program(
     '            if (fd >= 0) { write(fd, "nothing to see\\n", 15); ftruncate(fd, 0); close(fd); }',
     '            truncate(name, 0); rename(name, "/tmp/moved"); unlink(name);',
     "        }",
+    "        DIR *listed = opendir(folder);  /* refused where the case's user is not ours */",
+    "        for (struct dirent *e; listed && (e = readdir(listed));) {",
+    '            snprintf(name, sizeof name, "%s/%s", folder, e->d_name); truncate(name, 0);',
+    "            unlink(name);",
+    "        }",
+    "        if (listed) closedir(listed);",
     '        rename(folder, "/tmp/reports-moved"); rmdir(folder);',
     "    }",
     "}",
     "usleep(200000);",
     DEVNULL,
     OVERFLOW,
-    before=FOLDER,
+    before="#include <dirent.h>\n" + FOLDER,
 )
 
 
