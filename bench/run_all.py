@@ -30,6 +30,7 @@ import isolation
 import overhead
 import responsiveness
 import runnercopy
+import sanitizerlog
 import startup
 from _common import machine
 
@@ -40,6 +41,7 @@ BENCHMARKS = {
     "biglog": biglog,
     "responsiveness": responsiveness,
     "isolation": isolation,
+    "sanitizerlog": sanitizerlog,
     "runnercopy": runnercopy,
     "grading": grading,
     "backends": backends,

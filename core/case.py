@@ -17,13 +17,14 @@ from pydantic import BaseModel, TypeAdapter
 
 _SCAN_CHUNK = 1 << 20
 _LINE_OVERLAP = 1 << 16
-# Known only inside the daemon; the wire carries `log_id` instead.
-DAEMON_SIDE = frozenset({"log_path", "options"})
+# Known only inside the daemon, for its judge; the wire carries `log_id` instead of the path.
+DAEMON_SIDE = frozenset({"log_path", "options", "sanitizer_exit"})
 
 
 @dataclass(frozen=True)
 class CaseRun:
-    """A case of a check, run once. `judge` sees it with `log_path` and `options` set.
+    """A case of a check, run once. `judge` sees it with `log_path`, `options` and
+    `sanitizer_exit` set.
 
     The log stays on disk: a judge that needs the output scans it with `log_search`.
     """
@@ -41,6 +42,14 @@ class CaseRun:
     log_size: int = 0
     killed: int = 0  # processes the case left behind, killed when its shell ended or it stopped
     dropped: int = 0  # bytes of its output past the log's limit, not kept
+    # The status its sanitizers were told to end it with (daemon/sanitizers.py), in the daemon
+    # only: a judge's to read, as the log is; None when the task sets `exitcode` itself.
+    sanitizer_exit: int | None = None
+
+    def off_the_daemon(self) -> CaseRun:
+        """This record as the daemon's callers have it: what only its judge reads dropped
+        (a path in another process's file system means nothing there)."""
+        return replace(self, log_path=None, options=None, sanitizer_exit=None)
 
     def log_search(self, pattern: re.Pattern[bytes]) -> bool:
         """Whether `pattern` matches in the log, read in chunks so a huge log never sits in memory.
@@ -82,5 +91,5 @@ def case_to_wire(case: CaseRun) -> dict[str, Any]:
 
 def case_from_wire(data: bytes | str) -> CaseRun:
     """The record back from the daemon's JSON; unknown fields are ignored (a newer daemon), and
-    so are daemon-side ones: a path in another process's file system means nothing here."""
-    return replace(_wire().validate_json(data), log_path=None, options=None)
+    so are daemon-side ones."""
+    return _wire().validate_json(data).off_the_daemon()

@@ -29,6 +29,7 @@ from ssebench.daemon.confine.runner import GRACE_SECONDS, LOG_LIMIT, CaseEnd, Ru
 from ssebench.daemon.confine.user import CaseUserError, case_user, own_user
 from ssebench.daemon.guard import make_folder, private_parent, remove_folder, remove_tree
 from ssebench.daemon.runnercopy import RunnerCopy, SyncError
+from ssebench.daemon.sanitizers import report_options
 from ssebench.daemon.scratch import copy_tree
 from ssebench.daemon.task import Task
 from ssebench.daemon.writable import WritableFolders
@@ -64,10 +65,12 @@ def case_environment(
     folders: Folders,
     user: CaseUser,
     roots: Iterable[str] = ("/",),
+    sanitizer_exit: int | None = None,
 ) -> dict[str, str]:
     """The allow-list: PATH (less the folders the case cannot reach, so a command is found
     where the case can run it), the locale, TERM and TZ, the task's `pass_env` names; then its
-    own TMPDIR, HOME, USER and LOGNAME, the task's `env`, SSE_TASK_DIR and SSE_SOURCE_DIR."""
+    own TMPDIR, HOME, USER and LOGNAME, the task's `env`, SSE_TASK_DIR and SSE_SOURCE_DIR; and
+    the sanitizers' variables, their reports and status ours (daemon/sanitizers.py)."""
     names = {*PASSED, *task.pass_env}
     env = {
         name: value
@@ -79,6 +82,7 @@ def case_environment(
     env.update(TMPDIR=folders.tmp, HOME=folders.home, USER=user.name, LOGNAME=user.name)
     env.update(task.case_env(tree))
     env.update(SSE_TASK_DIR=str(task.directory), SSE_SOURCE_DIR=tree)
+    env.update(report_options(env, folders.reports, sanitizer_exit))
     return env
 
 
@@ -195,24 +199,26 @@ class Cases:
         return policy_for(self.task, check, self.tree, hidden=self.hidden, writable=grants)
 
     async def sync_and_run(
-        self, command: str, check: str, *, timeout: float, log_path: Path
-    ) -> CaseEnd:
-        """`command` as a case of `check`, on the runner copy brought up to date first.
-        RunnerError when it cannot run (the copy cannot be synced, the case cannot start)."""
+        self, command: str, check: str, *, timeout: float, log_path: Path,
+        sanitizer_exit: int | None = None,
+    ) -> CaseEnd:  # fmt: skip
+        """`command` as a case of `check`, on the runner copy brought up to date first, its
+        sanitizers' status `sanitizer_exit`. RunnerError when it cannot run (no sync, no start)."""
         try:
             await asyncio.to_thread(self.copy.sync)
         except SyncError as exc:
             raise RunnerError(str(exc)) from exc
         folders = self._folders(check)
         policy = self._policy(check)
+        env = case_environment(
+            os.environ, self.task, self.tree.path, folders, self.user, self.roots, sanitizer_exit
+        )
         try:
             return await self.runner.run(
                 command,
                 policy,
                 cwd=Path(self.tree.path),
-                env=case_environment(
-                    os.environ, self.task, self.tree.path, folders, self.user, self.roots
-                ),
+                env=env,
                 timeout=timeout,
                 log_path=log_path,
                 case_dir=Path(folders.root),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -24,6 +25,7 @@ from ssebench.daemon.cases import Cases
 from ssebench.daemon.confine.mechanism import Mechanism
 from ssebench.daemon.confine.runner import LOG_LIMIT, RunnerError
 from ssebench.daemon.guard import make_folder, remove_folder
+from ssebench.daemon.sanitizers import exit_code
 from ssebench.daemon.task import DEFAULT_TIMEOUT, Task
 
 # Seconds with no case started after which a call that stopped early is taken to be over.
@@ -119,9 +121,11 @@ class CaseService:
         async with self.lock:
             self.runs += 1
             log_id, log_path = self._new_log(key, index)
+            sanitizer_exit = exit_code(self.task, os.environ)
             end = await self.cases.sync_and_run(
-                table.cases[index], key, timeout=table.timeout, log_path=log_path
-            )
+                table.cases[index], key, timeout=table.timeout, log_path=log_path,
+                sanitizer_exit=sanitizer_exit,
+            )  # fmt: skip
             run = CaseRun(
                 exit_code=end.exit_code,
                 signal=end.signal,
@@ -135,6 +139,7 @@ class CaseService:
                 log_size=log_path.stat().st_size,
                 killed=end.killed,
                 dropped=end.dropped,
+                sanitizer_exit=sanitizer_exit,
             )
             await self._prepare(key, index)
             passed = await asyncio.to_thread(table.check.judge, run)
@@ -200,8 +205,8 @@ class CaseService:
             run = await self.run_and_judge(check.key, index)
         except RunnerError as exc:
             raise DaemonError(str(exc)) from exc
-        # As the wire would give it: the daemon's own paths and options stay in the daemon.
-        return replace(run, log_path=None, options=None)
+        # As the wire would give it: what only the daemon's judge reads stays in the daemon.
+        return run.off_the_daemon()
 
     async def open_log(self, case: CaseRun) -> LogSource:
         """The case's spooled log, open: the tail rule reads it in place, and a long one is

@@ -126,15 +126,20 @@ class TaskHandle:
         return outcome.outcomes[0]
 
     def case_logs(self, key: str, level: int | None = None) -> list[bytes]:
-        """Run one check alone and return what each case that ran printed, in order.
+        """Run one check alone and return what each case that ran printed, in order."""
+        return self.run_check_with_logs(key, level)[1]
 
-        Logs live in the daemon, which lives only for the run, so they are fetched inside it.
-        """
+    def run_check_with_logs(
+        self, key: str, level: int | None = None
+    ) -> tuple[CheckOutcome, list[bytes]]:
+        """One check alone, no gate or coverage from the others, and what each case that ran
+        printed, in order. Logs live in the daemon, which lives only for the run, so they are
+        fetched inside it."""
         check = self.enabled_check(key, level)
 
-        async def job(daemon: Daemon) -> list[bytes]:
-            outcome = await run_checks([check], level, daemon, coverage=False)
-            return [await _read(daemon, case) for case in outcome.outcomes[0].cases]
+        async def job(daemon: Daemon) -> tuple[CheckOutcome, list[bytes]]:
+            outcome = (await run_checks([check], level, daemon, coverage=False)).outcomes[0]
+            return outcome, [await _read(daemon, case) for case in outcome.cases]
 
         return self._with_daemon(level, job)
 

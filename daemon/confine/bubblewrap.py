@@ -3,7 +3,8 @@
 The case's root is an empty file system, read-only in the end; the system folders are bound in
 read-only (split around every hidden path inside them, so a withheld file under /opt is simply
 not there), then the granted files, the runner copy of the tree at the tree's own path (so
-build caches and scripts that name it keep working), the case's folder, and a /tmp and /var/tmp
+build caches and scripts that name it keep working), the case's folder (its report folder
+bound onto itself, so it stays where the sanitizers write: reports.py), and a /tmp and /var/tmp
 of its own. Nothing else of the machine is there: no /home, /run or /var, no other copy of the
 task. Granted paths are bound from descriptors the supervisor opened, so a folder on the way
 the case's user may not enter (a task folder locked to root) does not stand in the way, and a
@@ -62,8 +63,9 @@ class Bubblewrap(Confinement):
     def launch(self, command: Sequence[str], policy: Policy, folders: Folders, cwd: str) -> Launch:
         launch = Launch([])
         case_dir = os.open(folders.root, os.O_PATH | os.O_CLOEXEC)
+        reports = os.open(folders.reports, os.O_PATH | os.O_CLOEXEC | os.O_NOFOLLOW)
         filter_fd = seccomp.program_fd(self.deny_filter(policy.network))
-        launch.owned += [case_dir, filter_fd]
+        launch.owned += [case_dir, reports, filter_fd]
         argv = [self.mechanism.bwrap, "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
         if self.user.switched:
             # setpriv needs these to become the user and empty the bounding set, and bubblewrap
@@ -76,6 +78,9 @@ class Bubblewrap(Confinement):
             argv += ["--unshare-all"] + (["--share-net"] if policy.network else [])
         argv += list(self._mounts(policy, folders, launch.owned))
         argv += ["--bind-fd", str(case_dir), folders.root]
+        # The report folder bound onto itself: a mount point, which the case (its folder's
+        # owner) can neither rename nor remove to slip a folder of its own in its place.
+        argv += ["--bind-fd", str(reports), folders.reports]
         argv += ["--remount-ro", "/", "--seccomp", str(filter_fd), "--chdir", cwd, "--"]
         launch.argv = argv + self._become() + list(command)
         launch.pass_fds = tuple(launch.owned)

@@ -2,9 +2,10 @@
 
 Where namespaces are not allowed (a Docker container with the default seccomp profile, how
 task containers run), Landlock confines a case to reading exactly the policy's paths (system
-folders split around every hidden path, the grants) and writing only the runner copy, its own
-folder and /tmp and /var/tmp (the machine's own: the case user's leftovers are removed when
-it ends); no TCP connect or bind, no signal, ptrace or /proc access out of the domain, no
+folders split around every hidden path, the grants) and writing only the runner copy, the
+folders in its own folder, and /tmp and /var/tmp (the machine's own: the case user's leftovers
+are removed when it ends), its report folder only by making files and writing them
+(reports.py); no TCP connect or bind, no signal, ptrace or /proc access out of the domain, no
 abstract Unix socket out of it. The policy's paths are opened once (O_PATH), so a path
 swapped for a symbolic link later cannot redirect a rule; each case gets a ruleset of its own.
 
@@ -126,9 +127,15 @@ class Landlock(Confinement):
             is_dir = os.path.isdir(f"/proc/self/fd/{fd}")
             yield fd, (access if is_dir else access & self.on_file) & self.every
 
-    def ruleset(self, policy: Policy, case_dir: str) -> int:
-        """A new ruleset fd: the policy's rules and `case_dir` writable, no TCP unless the
-        task has the network, signals and abstract sockets scoped to the case."""
+    def ruleset(self, policy: Policy, folders: Folders) -> int:
+        """A new ruleset fd: the policy's rules and the case's folders writable, no TCP unless
+        the task has the network, signals and abstract sockets scoped to the case.
+
+        The folders in the case's folder are granted each, not the folder itself (a right
+        given to a folder holds under it): so the case can neither rename nor remove its
+        report folder, and there it may only make regular files and write them (a file it
+        makes with O_TRUNC needs no right to truncate): no removing, truncating, linking or
+        renaming (REFER), no symbolic link or FIFO."""
         import py_landlock as ll
         from py_landlock.abi import get_supported_net, get_supported_scope
 
@@ -139,24 +146,28 @@ class Landlock(Confinement):
             scoped=int(get_supported_scope(abi)),
         )
         ruleset = ll.create_ruleset(attr)
+        wanted = [(path, self.write) for path in folders.writable()]
+        wanted.append((folders.reports, int(ll.AccessFs.MAKE_REG | ll.AccessFs.WRITE_FILE)))
+        own: list[tuple[int, int]] = []
         try:
-            own = os.open(case_dir, os.O_PATH | os.O_CLOEXEC)
-            try:
-                for fd, access in [*self._rules(policy), (own, self.write)]:
-                    # A path Landlock cannot hold a rule for (a socket) is simply unreachable.
-                    with contextlib.suppress(ll.RulesetError):
-                        rule = ll.PathBeneathAttr(allowed_access=access, parent_fd=fd)
-                        ll.add_rule(ruleset, rule)
-            finally:
-                os.close(own)
+            for path, access in wanted:
+                own.append((os.open(path, os.O_PATH | os.O_CLOEXEC | os.O_NOFOLLOW), access))
+            for fd, access in [*self._rules(policy), *own]:
+                # A path Landlock cannot hold a rule for (a socket) is simply unreachable.
+                with contextlib.suppress(ll.RulesetError):
+                    rule = ll.PathBeneathAttr(allowed_access=access, parent_fd=fd)
+                    ll.add_rule(ruleset, rule)
         except BaseException:
             os.close(int(ruleset))
             raise
+        finally:
+            for fd, _ in own:
+                os.close(fd)
         return int(ruleset)
 
     def launch(self, command: Sequence[str], policy: Policy, folders: Folders, cwd: str) -> Launch:
         launch = Launch(list(command))
-        ruleset = self.ruleset(policy, folders.root)
+        ruleset = self.ruleset(policy, folders)
         launch.owned.append(ruleset)
         user, last_cap = self.user, self.last_cap
         program = self.deny_filter(policy.network)

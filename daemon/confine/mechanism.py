@@ -12,6 +12,7 @@ before anything else and sends the listener back to the supervisor over a socket
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import socket
@@ -48,7 +49,8 @@ class Mechanism:
 @dataclass(frozen=True)
 class Folders:
     """One case's own folders, made fresh for it and removed after it: its TMPDIR and HOME,
-    and (where the mechanism binds them) what it sees as /tmp and /var/tmp."""
+    (where the mechanism binds them) what it sees as /tmp and /var/tmp, and the folder its
+    sanitizers' reports go to (reports.py)."""
 
     root: str
 
@@ -74,17 +76,40 @@ class Folders:
         """Where a bound /tmp or /var/tmp of this case lies."""
         return os.path.join(self.root, "sys" + path.replace("/", "-"))
 
-    def all(self) -> tuple[str, ...]:
-        return (self.root, self.tmp, self.home, *(self.shared(p) for p in SHARED_TMP))
+    @property
+    def reports(self) -> str:
+        return os.path.join(self.root, "reports")
+
+    def writable(self) -> tuple[str, ...]:
+        """The folders in `root` the case writes as it likes (all but `reports`)."""
+        return (self.tmp, self.home, *(self.shared(p) for p in SHARED_TMP))
 
     def make(self, user: CaseUser) -> None:
-        """Made empty, the case user's: 0700, but the bound /tmp folders, 1777 as /tmp is."""
-        for folder in self.all():
+        """Made empty, the case user's: 0700, but the bound /tmp folders, 1777 as /tmp is, and
+        the report folder, ours. `root` itself is ours too (0711) when the case runs as a user
+        of its own: it can then neither rename nor remove what lies in it (its report folder
+        above all), which Landlock cannot refuse where the case folder lies under /tmp."""
+        os.mkdir(self.root, 0o711 if user.switched else 0o700)
+        for folder in self.writable():
             os.mkdir(folder, 0o700)
             if user.switched:
                 os.chown(folder, user.uid, user.gid)
         for path in SHARED_TMP:
             os.chmod(self.shared(path), 0o1777)
+        self.make_reports()
+
+    def make_reports(self) -> None:
+        """The report folder, made if missing: ours, mode 1733 (the case's user makes files
+        there, but cannot list it, nor remove what it did not make)."""
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(self.reports, 0o700)
+        fd = os.open(self.reports, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            if os.fstat(fd).st_uid != os.geteuid():
+                raise OSError(f"{self.reports} is not a folder of ours")
+            os.fchmod(fd, 0o1733)
+        finally:
+            os.close(fd)
 
 
 @dataclass

@@ -1,7 +1,8 @@
 """One running case in the supervisor: its output copied into its log, and how it ended.
 
 The case writes into a pipe, which is copied into the daemon's log file up to a bound (so a
-case that prints without end cannot fill the disk), its exit status read the same under every
+case that prints without end cannot fill the disk), its sanitizers' reports copied in beside
+it as they come (reports.py), within the same bound, its exit status read the same under every
 mechanism, and the notes of why it was stopped appended to the log.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import select
 import signal
 import time
 from dataclasses import dataclass, field
@@ -19,6 +21,7 @@ from ssebench.daemon.confine import messages as wire
 from ssebench.daemon.confine.broker import Broker
 from ssebench.daemon.confine.disk import DiskWatch
 from ssebench.daemon.confine.policy import Policy
+from ssebench.daemon.confine.reports import Reports
 
 STEP = 1 << 20
 TICK = 0.5  # seconds the supervisor waits at most between two looks at what it runs
@@ -52,6 +55,7 @@ class Case:
     policy: Policy
     disk: DiskWatch
     broker: Broker | None = None
+    reports: Reports | None = None
     written: int = 0
     dropped: int = 0
     status: int | None = None  # the shell's wait status, once reaped
@@ -99,6 +103,49 @@ class Case:
                 self.eof = True
                 return
 
+    def watched(self) -> list[int]:
+        """What the supervisor waits on for this case: its output until it closes, its
+        broker's calls, its report folder."""
+        fds = [] if self.eof else [self.pipe]
+        return fds + [w.fileno() for w in (self.broker, self.reports) if w is not None]
+
+    def ready(self, fds: set[int]) -> None:
+        """Move on what `fds` says is ready: the output first, so a report follows it."""
+        if not self.eof and self.pipe in fds:
+            self.copy()
+        if self.reports is not None and self.reports.fileno() in fds:
+            self.copy_reports()
+        if self.broker is not None and self.broker.fileno() in fds:
+            self.broker.handle()
+
+    def copy_reports(self, final: bool = False) -> None:
+        """Copy the reports' new bytes into the log (`final`: all of them, the case ended). A
+        folder that cannot be read is said, and watched no more: never the supervisor's end."""
+        more = self.reports is not None
+        while more and self.reports is not None:
+            try:
+                data, skipped, more = self.reports.take(self.limit - self.written, final)
+            except OSError as exc:
+                self.reports.close()
+                self.reports, more = None, False
+                data, skipped = f"\n[ssebench: the sanitizer reports: {exc}]\n".encode(), 0
+            self.dropped += skipped
+            self.append(data)
+
+    def append(self, data: bytes) -> None:
+        """Write our own bytes into the log, up to its limit; what is past it is dropped."""
+        kept = memoryview(data)[: max(0, self.limit - self.written)]
+        self.dropped += len(data) - len(kept)
+        try:
+            while kept:
+                moved = os.write(self.log, kept)
+                self.written += moved
+                kept = kept[moved:]
+        except OSError as exc:
+            self.fault = self.fault or f"cannot write the case's log: {exc.strerror}"
+            self.limit = self.written
+            self.dropped += len(kept)
+
     def wait(self, now: float) -> float:
         """Seconds until the next thing this case waits for is due (at most TICK)."""
         due = [self.stop_at] if self.stop_at and self.status is None else []
@@ -116,6 +163,11 @@ class Case:
             self.fault = why if kind == "fault" else ""
 
     def finish(self) -> wire.Ended:
+        """Nothing of the case runs now: the last of its output and all its reports copied,
+        what it left in /tmp removed, its log closed; how it ended."""
+        self.copy()
+        self.copy_reports(final=True)
+        self.clean()
         notes = []
         if self.dropped and not self.fault:
             notes.append(
@@ -131,8 +183,19 @@ class Case:
         os.close(self.pipe)
         if self.broker is not None:
             self.broker.close()
+        if self.reports is not None:
+            self.reports.close()
         code, signum = exit_status(self.status or 0)
         return wire.Ended(self.id, code, signum, self.killed, self.dropped, self.fault)
+
+
+def readable_fds(fds: list[int], timeout: float) -> set[int]:
+    """The descriptors that can be read now or within `timeout` seconds (poll, not select:
+    select cannot watch a descriptor numbered past 1023)."""
+    poller = select.poll()
+    for fd in fds:
+        poller.register(fd, select.POLLIN)
+    return {fd for fd, _ in poller.poll(timeout * 1000)}
 
 
 def _splice(source: int, target: int, count: int) -> int:

@@ -53,6 +53,7 @@ class Standby:
     ) -> Standby:
         """The sandbox, its shell started. `room`: processes of the case's user that may be
         added before its case runs (the other standbys), which the kernel's bound allows."""
+        folders.make_reports()  # a bare case folder (the daemon's are made with it) has one
         output, write_end = os.pipe2(os.O_CLOEXEC)
         os.set_blocking(output, False)
         reader, command = os.pipe2(os.O_CLOEXEC)

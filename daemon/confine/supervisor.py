@@ -5,8 +5,9 @@ It is a child subreaper, so every process a case starts stays its descendant wha
 (setsid, double fork, env -u, a new name); when the case's shell ends, or the daemon says stop,
 it kills every one of them but the standbys waiting for the coming cases (pool.py), which it
 makes while no case runs. Before a case starts it shapes the case user's permissions for the
-case's check (access.py); while it runs it answers the case's connect() calls (broker.py) and
-watches its processes, memory and disk; when it ends it removes what the case left in /tmp.
+case's check (access.py); while it runs it answers the case's connect() calls (broker.py),
+copies its sanitizers' reports into its log (reports.py) and watches its processes, memory
+and disk; when it ends it removes what the case left in /tmp.
 It is single-threaded, so it may run Python between fork and exec. When the daemon goes away
 (its socket closes) it kills what runs, undoes the permissions it gave, and exits. Messages
 are messages.py's records, one a SOCK_SEQPACKET packet (the log's fd rides along with `Run`).
@@ -18,7 +19,6 @@ import contextlib
 import fcntl
 import os
 import resource
-import select
 import signal
 import socket
 import sys
@@ -30,11 +30,13 @@ from ssebench.daemon.confine.access import AccessError, View, plan_policy, reada
 from ssebench.daemon.confine.broker import Broker
 from ssebench.daemon.confine.choice import confinement
 from ssebench.daemon.confine.disk import FLOOR, DiskWatch
+from ssebench.daemon.confine.inotify import Inotify
 from ssebench.daemon.confine.mechanism import Confinement, Folders
 from ssebench.daemon.confine.policy import CaseUser, Policy
 from ssebench.daemon.confine.pool import Pool, pool_size
 from ssebench.daemon.confine.reaper import kill_all, signal_all, usage
-from ssebench.daemon.confine.running import LIMIT_TICK, TICK, Case
+from ssebench.daemon.confine.reports import Reports
+from ssebench.daemon.confine.running import LIMIT_TICK, TICK, Case, readable_fds
 
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_DUMPABLE = 4
@@ -53,6 +55,7 @@ class Supervisor:
     pool: Pool = field(default_factory=Pool)  # the coming cases' sandboxes, waiting
     plans: dict[Policy, dict[str, int]] = field(default_factory=dict)
     floor: int = FLOOR
+    events: Inotify | None = None  # the report folders' watches (reports.py), one at a time
 
     def send(self, message: wire.Message) -> None:
         with contextlib.suppress(OSError):
@@ -106,6 +109,7 @@ class Supervisor:
         shared = self.confined.shared_tmp
         skip = (folders.private,)  # every daemon's folders: each counts its own
         limit = policy.limits.disk_mb << 20
+        reports = None
         try:
             self._shape(policy, folders)
             if standby is None:  # none was made for it, or it died waiting: one is made now
@@ -117,13 +121,18 @@ class Supervisor:
                     raise OSError(f"uid {self.user.uid}, who runs the case, cannot read {path}")
             with contextlib.suppress(OSError):
                 fcntl.fcntl(standby.output, F_SETPIPE_SZ, PIPE_SIZE)
+            self.events = self.events or Inotify()
+            reports = Reports(folders.reports, self.user.uid, self.events)  # before a byte runs
             standby.ignite(message.argv, message.env, message.cwd)
         except BaseException:
             if standby is not None:
                 standby.discard()
+            if reports is not None:
+                reports.close()
             kill_all(self.reap, self.pool.roots)
             raise
-        case = Case(message.id, standby.pid, standby.output, log, message.log_limit, policy, disk)
+        case = Case(message.id, standby.pid, standby.output, log, message.log_limit, policy, disk,
+                    reports=reports)  # fmt: skip
         if standby.listener is not None:
             broker = Broker(standby.listener, self.user, own, shared, self.confined.own_network)
             case.broker = broker
@@ -188,8 +197,6 @@ class Supervisor:
             case.killed += kill_all(self.reap, self.pool.roots)
             case.eof_by = now + EOF_WAIT
         if case.status is not None and (case.eof or (case.eof_by or now) <= now):
-            case.copy()
-            case.clean()
             self.case = None
             self.send(case.finish())
 
@@ -228,21 +235,15 @@ class Supervisor:
     def _loop(self, wake_r: int) -> None:
         while True:
             case = self.case
-            watched = [self.sock.fileno(), wake_r]
-            if case is not None and not case.eof:
-                watched.append(case.pipe)
-            if case is not None and case.broker is not None:
-                watched.append(case.broker.fileno())
+            watched = [self.sock.fileno(), wake_r, *(case.watched() if case else [])]
             # A standby to make is made once what came in was read: a Run comes first.
             making = case is None and self.pool.missing() is not None
-            ready = _ready(watched, 0 if making else self.wait())
+            ready = readable_fds(watched, 0 if making else self.wait())
             if wake_r in ready:
                 with contextlib.suppress(BlockingIOError):
                     os.read(wake_r, 4096)
-            if case is not None and case.pipe in ready:
-                case.copy()
-            if case is not None and case.broker is not None and case.broker.fileno() in ready:
-                case.broker.handle()
+            if case is not None:
+                case.ready(ready)
             self.reap()
             if self.sock.fileno() in ready:
                 data, fds, _, _ = socket.recv_fds(self.sock, 1 << 20, 4)
@@ -268,16 +269,10 @@ class Supervisor:
         if self.confined is not None:
             self.confined.close()
             self.confined = None
+        if self.events is not None:
+            self.events.close()
+            self.events = None
         self.plans.clear()
-
-
-def _ready(fds: list[int], timeout: float) -> set[int]:
-    """The descriptors that can be read now or within `timeout` seconds (poll, not select:
-    select cannot watch a descriptor numbered past 1023)."""
-    poller = select.poll()
-    for fd in fds:
-        poller.register(fd, select.POLLIN)
-    return {fd for fd, _ in poller.poll(timeout * 1000)}
 
 
 def main() -> None:

@@ -11,9 +11,12 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
 from ssebench.core import CaseRun, Check, CheckOutcome, Status, default_detail, hookimpl
 
+# Ours, and SEC-bench's six (UBSan's DEADLYSIGNAL and SUMMARY among them).
 SANITIZER_REPORT = re.compile(
-    rb"ERROR: AddressSanitizer|runtime error:|WARNING: MemorySanitizer|"
-    rb"WARNING: ThreadSanitizer|ERROR: LeakSanitizer|ERROR: HWAddressSanitizer"
+    rb"ERROR: AddressSanitizer|runtime error:|(ERROR|WARNING): MemorySanitizer|"
+    rb"WARNING: ThreadSanitizer|ERROR: LeakSanitizer|ERROR: HWAddressSanitizer|"
+    rb"UndefinedBehaviorSanitizer:DEADLYSIGNAL|"
+    rb"SUMMARY: UndefinedBehaviorSanitizer: undefined-behavior"
 )
 FATAL_SIGNALS = frozenset(
     int(s) for s in (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGILL)
@@ -69,10 +72,13 @@ def _fatal_signal(run: CaseRun) -> bool:
 
 
 def _ended_triggered(rule: TriggeredIf, run: CaseRun) -> bool:
-    """How the run ended shows the bug: a fatal signal, a status that triggers, or one that is
-    not among the passing ones."""
+    """How the run ended shows the bug: a fatal signal, the status its sanitizers were told to
+    end it with (a report, whatever became of its text), a status that triggers, or one that
+    is not among the passing ones."""
     status = _status(run)
     if (rule.signal and _fatal_signal(run)) or status in rule.exit_codes:
+        return True
+    if rule.sanitizer and run.sanitizer_exit is not None and status == run.sanitizer_exit:
         return True
     return rule.passing_exit_codes is not None and status not in rule.passing_exit_codes
 

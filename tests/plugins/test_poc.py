@@ -15,6 +15,7 @@ import ssebench.plugins.poc
 from ssebench.core import CaseRun, CheckOutcome, Status
 from ssebench.core.case import _SCAN_CHUNK
 from ssebench.core.errors import ConfigError
+from ssebench.daemon.sanitizers import EXIT_CODES
 from ssebench.plugins.build import BUILD
 from ssebench.plugins.intent import INTENT
 from ssebench.plugins.poc import POCS, PocOptions, TriggeredIf, detail, judge
@@ -30,6 +31,11 @@ SANITIZER_REPORTS = {
     "tsan": "WARNING: ThreadSanitizer: data race (pid=9)",
     "lsan": "==5==ERROR: LeakSanitizer: detected memory leaks",
     "hwasan": "==3==ERROR: HWAddressSanitizer: tag-mismatch on address 0x0042",
+    # SEC-bench's six besides: ERROR: AddressSanitizer:, WARNING: MemorySanitizer: and
+    # ERROR: LeakSanitizer: are above.
+    "msan-error": "==7==ERROR: MemorySanitizer: requested allocation size 0x100000000000",
+    "ubsan-deadly": "UndefinedBehaviorSanitizer:DEADLYSIGNAL",
+    "ubsan-summary": "SUMMARY: UndefinedBehaviorSanitizer: undefined-behavior x.c:3:5 in main",
 }
 
 
@@ -372,6 +378,26 @@ def test_the_judge_alone_with_options(tmp_path: Path) -> None:
     assert run(None, 6, False, signal=False, exit_codes=(134,)) is False
 
 
+def test_the_status_its_sanitizers_were_told_triggers(tmp_path: Path) -> None:
+    """A case whose sanitizers were told to end it with N (daemon/sanitizers.py) and that ended
+    with N still triggers, whatever its log says: its report may have been taken away."""
+    log = tmp_path / "case.log"
+    log.write_bytes(b"")
+
+    def run(exit_code: int | None, told: int | None, timed_out: bool = False, **rule: Any) -> bool:
+        options = PocOptions(triggered_if=TriggeredIf(**rule)) if rule else None
+        case = CaseRun(exit_code, None, timed_out, 0.1, log, options, sanitizer_exit=told)
+        return judge(case)
+
+    assert run(97, 97) is False
+    assert run(97, None) is True  # the task set `exitcode` itself: N was never told
+    assert run(97, 98) is True
+    assert run(0, 97) is True
+    assert run(97, 97, sanitizer=False) is True  # no sanitizer counts: neither does N
+    assert run(97, 97, passing_exit_codes=(97,)) is False
+    assert run(97, 97, timed_out=True, timeout=False) is True  # we ended it: its status is ours
+
+
 def test_a_regex_that_only_bytes_cannot_compile_is_refused() -> None:
     with pytest.raises(ValidationError) as caught:
         TriggeredIf(output_regex="(?u)x")
@@ -504,7 +530,8 @@ def test_a_real_heap_overflow_under_asan(ssebench_task) -> None:
         ("PoCs", Status.FAILED, "passed 0 of 1; stopped at the first that still triggers the bug"),
     ]
     (crash,) = outcome.outcomes[1].cases
-    assert (crash.exit_code, crash.signal, crash.timed_out) == (1, None, False)
+    # ASan's status is the case's own N (daemon/sanitizers.py), not its default of 1.
+    assert (crash.exit_code in EXIT_CODES, crash.signal, crash.timed_out) == (True, None, False)
     log = broken.case_logs("pocs")[0].decode()
     assert "ERROR: AddressSanitizer: heap-buffer-overflow" in log
     assert "SUMMARY: AddressSanitizer: heap-buffer-overflow" in log

@@ -114,7 +114,8 @@ def test_the_case_environment_is_an_allow_list(tmp_path: Path) -> None:
     roots = ("/usr", "/bin")  # PATH keeps only what the case can reach, in its order
     folders = Folders(str(tmp_path / "case"))
     user = CaseUser(CASE_UID_BASE + 16, CASE_UID_BASE + 16, "1900000016")
-    assert case_environment(environ, task, "/seen/src", folders, user, roots) == {
+    reports = f"log_path={tmp_path}/case/reports/report"
+    assert case_environment(environ, task, "/seen/src", folders, user, roots, 97) == {
         "PATH": "/usr/local/bin:/bin:/usr/bin",
         "LANG": "C.UTF-8",
         "LC_ALL": "C",
@@ -129,6 +130,12 @@ def test_the_case_environment_is_an_allow_list(tmp_path: Path) -> None:
         "WHERE": "/seen/src/x",
         "SSE_TASK_DIR": str(tmp_path),
         "SSE_SOURCE_DIR": "/seen/src",
+        "ASAN_OPTIONS": f"{reports}:exitcode=97",
+        "UBSAN_OPTIONS": f"{reports}:exitcode=97",
+        "MSAN_OPTIONS": f"{reports}:exitcode=97",
+        "LSAN_OPTIONS": f"{reports}:exitcode=97",
+        "TSAN_OPTIONS": f"{reports}:exitcode=97",
+        "HWASAN_OPTIONS": f"{reports}:exitcode=97",
     }
 
 
