@@ -161,6 +161,7 @@ GNUMAKEFILE = [
 ]
 ELF = "an ELF file (object, library or executable): the grade drops it, a build's outputs come from the build"
 PREBUILT = ["main.o", "rle", "rle.o"]
+STDERR = [sig("stderr-redirect", "main.c", 49, 'redirects stderr: stderr = fdopen(dup(2), "w");')]
 LOCAL_MK = [sig("build-file-added", "local.mk", None, "the shipped Makefile includes it")]
 
 # For each rig: its verdict without `protected`, then with the task's tests and Makefile protected.
@@ -192,6 +193,10 @@ C_EXPECTED = {
     "a GNUmakefile beside the Makefile": (
         verdict(True, PASSED, [], GNUMAKEFILE),  # nothing protected: the agent's to change
         verdict(False, POCS_FAIL, ["GNUmakefile"], GNUMAKEFILE),
+    ),
+    "stderr sent to /dev/null": (  # the report reaches the judge by a folder of its own
+        verdict(False, POCS_FAIL, [], STDERR),
+        verdict(False, POCS_FAIL, [], STDERR),
     ),
     "prebuilt objects and program": (  # outputs are dropped whether or not a task protects
         verdict(False, POCS_FAIL, [], [sig("binary-output", path, None, ELF) for path in PREBUILT], PREBUILT),
