@@ -102,7 +102,8 @@ class Stash:
                 rename(folder, name, entry, ITEM)
             except OSError as exc:
                 os.unlink(self.holder.name, dir_fd=entry)
-                why = "it lies on another file system" if exc.errno == errno.EXDEV else exc.strerror
+                other = "it lies on another file system: set TMPDIR to a folder on its own"
+                why = other if exc.errno == errno.EXDEV else exc.strerror
                 raise StashError(f"cannot move {path} into {self.root} ({why})") from None
             if identity(os.lstat(ITEM, dir_fd=entry)) != item:  # swapped under us: given back
                 rename(entry, ITEM, folder, name)
