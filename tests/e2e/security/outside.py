@@ -1,12 +1,14 @@
 """A withheld file outside the task folder, where the deployment's lock does not reach: as an
 imported ARVO task's PoC is /tmp/poc, readable by every user in its image. Here it is
-/tmp/ssebench-poc-<unique>, root's, 0644, of a size no other file has, holding a unique
-marker; the task folder is locked to root and the tree is the agent's (uid 1000).
+/tmp/ssebench-poc-<unique> (or in a folder of /var, which no case reads but by the grant),
+root's, 0644, of a size no other file has, holding a unique marker; the task folder is locked
+to root and the tree is the agent's (uid 1000).
 
 `probe.py` looks for it every way a build (or the agent's own shell) could without reading
-it: `stat`, a listing of /tmp, a walk of /tmp, and the /proc routes (every process's open
-files, working folder, root, mapped files, mounts, maps, environment, command line). It prints
-how many of each route's answers name the file: all 0 where it is out of sight.
+it: `stat`, a listing of its folder (`ls -l /tmp`), a walk of it (`find /tmp`), and the /proc
+routes (every process's open files, working folder, root, mapped files, mounts, maps,
+environment, command line). It prints how many of each route's answers name the file: all 0
+where it is out of sight.
 """
 
 from __future__ import annotations
@@ -29,13 +31,17 @@ try:
     print(f"stat: {info.st_size} bytes, uid {info.st_uid}")
 except OSError as exc:
     print(f"stat: {exc.strerror}")
-print("ls -l /tmp:", named(os.listdir("/tmp")))
+folder = os.path.dirname(name)
+try:
+    print("ls -l:", named(os.listdir(folder)))
+except OSError:
+    print("ls -l: 0")  # a folder it may not read: nothing there either
 walked = []
-for here, folders, files in os.walk("/tmp"):
+for here, folders, files in os.walk(folder):
     walked += [os.path.join(here, entry) for entry in folders + files]
-    if here.count("/") >= 2:
+    if here.count("/") > folder.count("/"):
         folders.clear()
-print("find /tmp:", named(walked))
+print("find:", named(walked))
 seen = []
 for route in ("fd/*", "cwd", "root", "map_files/*"):
     for path in glob.glob(f"/proc/[0-9]*/{route}"):
@@ -52,8 +58,8 @@ for route in ("mountinfo", "maps", "environ", "cmdline"):
             pass
 print("/proc:", named(seen))
 """
-NOTHING = "stat: No such file or directory\nls -l /tmp: 0\nfind /tmp: 0\n/proc: 0\n"
-SEEN = f"stat: {SIZE} bytes, uid 0\nls -l /tmp: 1\nfind /tmp: 1\n"
+NOTHING = "stat: No such file or directory\nls -l: 0\nfind: 0\n/proc: 0\n"
+SEEN = f"stat: {SIZE} bytes, uid 0\nls -l: 1\nfind: 1\n"
 
 
 @dataclass
@@ -63,6 +69,7 @@ class Outside:
     path: Path
     marker: str
     task: Path
+    folder: Path | None = None  # made for it (under /var), removed with it
 
     @property
     def content(self) -> bytes:
@@ -80,18 +87,27 @@ class Outside:
                 info.st_mtime_ns, info.st_atime_ns)  # fmt: skip
 
     def remove(self) -> None:
-        if self.path.is_dir() and not self.path.is_symlink():
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+        elif self.path.is_dir() and not self.path.is_symlink():
             shutil.rmtree(self.path)
         else:
             self.path.unlink(missing_ok=True)
 
 
-def make_outside(root: Path, build: str = "python3 probe.py && test -e PASS") -> Outside:
-    """The file in /tmp, and a task in `root` whose PoC check alone may read it; its build
-    runs the probe (and fails until a patch adds PASS, so its log shows at level 2); its
-    own command line never names the file (the probe reads /proc)."""
+def make_outside(
+    root: Path, build: str = "python3 probe.py && test -e PASS", where: str = "/tmp"
+) -> Outside:
+    """The file in /tmp (or in a folder of its own in `where`), and a task in `root` whose PoC
+    check alone may read it; its build runs the probe (and fails until a patch adds PASS, so
+    its log shows at level 2); its own command line never names the file (the probe reads
+    /proc)."""
     tag = uuid.uuid4().hex[:12]
-    outside = Outside(Path(f"/tmp/ssebench-poc-{tag}"), f"MARKOUTSIDE{tag}", root)
+    folder = None if where == "/tmp" else Path(where) / f"ssebench-test-{tag}"
+    if folder is not None:
+        folder.mkdir(mode=0o755)
+    path = (folder or Path(where)) / f"ssebench-poc-{tag}"
+    outside = Outside(path, f"MARKOUTSIDE{tag}", root, folder)
     outside.path.write_bytes(outside.content)
     outside.path.chmod(0o644)
     # Its access time ahead of its change time: a read by another test on this machine (the

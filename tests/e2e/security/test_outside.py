@@ -25,10 +25,16 @@ import pytest
 
 from e2e.security.outside import NOTHING, SEEN, Outside, make_outside
 from e2e.security.test_attacks import mechanisms
+from e2e.test_confine import standbys
+from ssebench.core.daemons.door import choose_isolation
+from ssebench.daemon.cases import Cases
 from ssebench.daemon.confine.procfs import processes
+from ssebench.daemon.task import load_task
+from ssebench.plugins.build import BUILD
+from ssebench.plugins.poc import POCS
 from ssebench.testing.procs import commands
 from ssebench.testing.servers import clean_env, start_server
-from ssebench.testing.waiting import wait_for
+from ssebench.testing.waiting import wait_for, wait_for_async
 
 pytestmark = [
     pytest.mark.security,
@@ -50,8 +56,8 @@ AT_LEVEL_2 = (
 def outside(tmp_path: Path) -> Iterator[Callable[..., Outside]]:
     made: list[Outside] = []
 
-    def make(build: str = "python3 probe.py && test -e PASS") -> Outside:
-        made.append(make_outside(tmp_path / "task", build))
+    def make(build: str = "python3 probe.py && test -e PASS", where: str = "/tmp") -> Outside:
+        made.append(make_outside(tmp_path / "task", build, where))
         return made[-1]
 
     yield make
@@ -92,17 +98,22 @@ def reachable_tmp() -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.mark.parametrize("where", ["/tmp", "/var"])
 @pytest.mark.parametrize("mechanism", mechanisms())
 def test_at_grading_the_build_learns_nothing_and_the_poc_case_reads_the_real_file(
     tmp_path: Path,
     mechanism: str,
+    where: str,
     outside: Callable[..., Outside],
     run_cli: RunCli,
     reachable_tmp: Path,
 ) -> None:
     """Every check runs; each reads its own files. The build plants a link at the file's path
-    (where a case may write /tmp): the PoC case still reads the real file."""
-    poc = outside("python3 probe.py && ln -s /etc/hostname $(cat name.txt); test -e PASS")
+    (where a case may write /tmp): the PoC case still reads the real file. Under /var no
+    system folder's rule covers it: the PoC case reaches it by the rule made on the file
+    itself, which its sandbox got (made while the file was away) from where it was opened."""
+    plant = "ln -s /etc/hostname $(cat name.txt) 2>/dev/null"  # where it may write (/tmp)
+    poc = outside(f"python3 probe.py && {{ {plant} || true; }} && test -e PASS", where)
     before = poc.state()
     patch = tmp_path / "pass.patch"
     patch.write_text(PASS)
@@ -115,11 +126,43 @@ def test_at_grading_the_build_learns_nothing_and_the_poc_case_reads_the_real_fil
         ("build", "passed"), ("pocs", "passed"), ("intent", "passed"), ("functional", "passed"),
     ]  # fmt: skip
     assert (logs / "build-0.log").read_text() == NOTHING
-    # It finds the file every way, /proc too (its own command line, its fd 3), then reads it.
+    # It finds the file (in /tmp by every route; under /var its folder is no case's to list
+    # but under bubblewrap, which makes it for the file), /proc too (its command line, its fd
+    # 3), then reads it.
+    listed = where == "/tmp" or mechanism == "bubblewrap"
+    seen = SEEN if listed else SEEN.replace(": 1\n", ": 0\n")
     found = re.fullmatch(
         rb"(.*\n)/proc: [1-9][0-9]*\n(.*)", (logs / "pocs-0.log").read_bytes(), re.S
     )
-    assert found is not None and found.groups() == (SEEN.encode(), poc.content)
+    assert found is not None and found.groups() == (seen.encode(), poc.content)
+    assert poc.state() == before
+
+
+@pytest.mark.skipif("landlock" not in mechanisms(), reason="Landlock moves it (bubblewrap binds)")
+def test_a_poc_sandbox_made_while_its_file_was_away_reads_it(
+    tmp_path: Path, outside: Callable[..., Outside]
+) -> None:
+    """The pool makes the PoC case's sandbox while the build's check keeps its file away. Under
+    /var no system folder's rule covers the file: the sandbox's rule on it is made on the
+    descriptor opened before it first moved, which reaches it once it is back in place."""
+    poc = outside(where="/var")
+    before = poc.state()
+    task = load_task(poc.task, [BUILD, POCS])
+    cases = Cases(task, [BUILD, POCS], mechanism=choose_isolation("landlock"))
+    log = tmp_path / "case.log"
+
+    async def scenario() -> tuple[int | None, bytes]:
+        await cases.sync_and_run("true", "build", timeout=20, log_path=log)
+        await cases.prepare(["build", "pocs"])
+        await wait_for_async(lambda: len(standbys(cases)) == 2, 20, "both sandboxes made")
+        assert poc.state() == (None,)  # away while they were made
+        end = await cases.sync_and_run(f"cat {poc.path}", "pocs", timeout=20, log_path=log)
+        return end.exit_code, log.read_bytes()
+
+    try:
+        assert asyncio.run(scenario()) == (0, poc.content)
+    finally:
+        cases.close()
     assert poc.state() == before
 
 

@@ -21,7 +21,6 @@ import pytest
 
 from e2e.security.outside import AGENT_UID, NOTHING, PROBE, SEEN, Outside, make_outside
 from e2e.security.test_attacks import mechanisms
-from e2e.test_run import SIGNAL_WAITER
 from ssebench.daemon.confine.procfs import processes
 from ssebench.testing.ports import free_port
 from ssebench.testing.servers import SSEBENCH, clean_env, run_ssebench, start_child
@@ -31,6 +30,16 @@ pytestmark = [pytest.mark.security, pytest.mark.timeout(300)]
 ROOT = os.geteuid() == 0
 AS_AGENT = ["setpriv", f"--reuid={AGENT_UID}", f"--regid={AGENT_UID}", "--clear-groups"]
 as_root = pytest.mark.skipif(not ROOT, reason="only root moves another user's file away")
+# The agent: waits for a signal and exits with a status that names it (at once: a signal that
+# comes while "ready" is still being written must not meet a print of its own).
+WAITER = """
+import os, signal, sys, time
+for sig in (signal.SIGINT, signal.SIGTERM):
+    signal.signal(sig, lambda n, f: os._exit(40 + n))
+print("ready", flush=True)
+time.sleep(60)
+sys.exit(1)
+"""
 
 
 @pytest.fixture
@@ -97,7 +106,7 @@ def test_ctrl_c_or_sigterm_puts_it_back(
     tmp_path: Path, outside: Outside, sig: signal.Signals
 ) -> None:
     before = outside.state()
-    proc = start_run(tmp_path, outside, [sys.executable, "-c", SIGNAL_WAITER])
+    proc = start_run(tmp_path, outside, [sys.executable, "-c", WAITER])
     try:
         assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
         assert outside.state() == (None,)
@@ -122,7 +131,7 @@ def test_after_run_is_killed_the_next_start_puts_it_back(tmp_path: Path, outside
     """SIGKILL leaves run no way out: the file stays away, with its journal, until the next
     `ssebench run` (or any ssebench given the task) starts and puts it back."""
     before = outside.state()
-    proc = start_run(tmp_path, outside, [sys.executable, "-c", SIGNAL_WAITER], "--no-isolation")
+    proc = start_run(tmp_path, outside, [sys.executable, "-c", WAITER], "--no-isolation")
     try:
         assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
         started = [each.pid for each in processes() if each.ppid == proc.pid]  # server, CMD
