@@ -54,12 +54,14 @@ def outside(task: Task, withheld: Iterable[Path], granted: Iterable[Path]) -> tu
 
 def moved_away(task: Task, check: str) -> tuple[str, ...]:
     """The files outside the task folder that the cases of check `check` may not read and
-    ssebench may move away (a policy's `moved_away`)."""
+    ssebench may move away (a policy's `moved_away`). Not folders: a folder's `---` entry
+    hides all it holds (its name shows), and overlayfs renames none of an image's own."""
     own = task.checks[check].files if check in task.checks else ()
     granted = (*task.files, *own)
     others = [p for key, t in task.checks.items() if key != check for p in t.files]
     withheld = [path for path in others if path not in granted]
-    return tuple(p for p in outside(task, withheld, [*granted, *task.readable]) if movable(p))
+    away = outside(task, withheld, [*granted, *task.readable])
+    return tuple(path for path in away if movable(path) and not os.path.isdir(path))
 
 
 def check_stash(task: Task, checks: Iterable[str], user: CaseUser, mechanism: Mechanism) -> None:
@@ -130,29 +132,45 @@ def _ancestors(path: str) -> Iterator[str]:
 def kept_from_agent(
     task: Task, enabled: Iterable[Check], say: Callable[[str], None]
 ) -> Iterator[None]:
-    """`ssebench run`'s lock, while the agent runs: as root, every file outside the task folder
-    that the level withholds moved out of every other user's sight (one line says which), and
-    put back exactly as it was on the way out; else one warning line naming those other users
-    can read. ConfigError, with nothing left away, for one that cannot move."""
+    """`ssebench run`'s lock, while the agent runs: as root, every file (and folder) outside the
+    task folder that the level withholds moved out of every other user's sight (one line says
+    which), and put back exactly as it was on the way out; one warning line names those every
+    user can read still (without root, all). ConfigError, with nothing left away, for a file
+    that cannot move."""
     paths = withheld_at_level(task, enabled)
     root = os.geteuid() == 0
-    locking = [path for path in paths if root and movable(path) and os.path.lexists(path)]
-    readable = [path for path in paths if path not in locking and others_read(path)]
     stash = Stash(stash_root())
     try:
-        for path in locking:
-            stash.hold(path)
-        if locking:
-            files = "file" if len(locking) == 1 else "files"
-            say(f"ssebench: run: locked {len(locking)} withheld {files} outside the task folder "
-                f"until the run ends: {', '.join(locking)}")  # fmt: skip
+        locked = _lock(stash, [p for p in paths if root and movable(p) and os.path.lexists(p)])
+        readable = [path for path in paths if path not in locked and others_read(path)]
+        if locked:
+            files = "file" if len(locked) == 1 else "files"
+            say(f"ssebench: run: locked {len(locked)} withheld {files} outside the task folder "
+                f"until the run ends: {', '.join(locked)}")  # fmt: skip
         if readable:
-            why = "ssebench moves no file of the system's" if root else "run as root to lock them"
+            why = "run as root to lock them"
+            if root:
+                why = "ssebench moves no top or system folder, nor a folder of an image's layers"
             say(f"ssebench: warning: run: every user can read these withheld files outside the "
                 f"task folder while the agent runs ({why}): {', '.join(readable)}")  # fmt: skip
         yield
-    except StashError as exc:
-        raise ConfigError(f"run: cannot lock a withheld file away from the agent: {exc}") from None
     finally:
         for problem in [*stash.close(), *stash.notes]:
             say(f"ssebench: warning: run: {problem}")
+
+
+def _lock(stash: Stash, paths: list[str]) -> list[str]:
+    """The paths moved away; a folder that cannot move (overlayfs renames no folder of an
+    image's own layers) is left where it is, a file is one line."""
+    locked = []
+    for path in paths:
+        try:
+            stash.hold(path)
+        except StashError as exc:
+            if os.path.isdir(path):
+                continue
+            raise ConfigError(
+                f"run: cannot lock a withheld file away from the agent: {exc}"
+            ) from None
+        locked.append(path)
+    return locked
