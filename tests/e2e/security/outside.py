@@ -56,7 +56,7 @@ for route in ("mountinfo", "maps", "environ", "cmdline"):
                 seen.append(file.read().decode("latin-1"))
         except OSError:
             pass
-print("/proc:", named(seen))
+print("/proc:", sum(name in text for text in seen))
 """
 NOTHING = "stat: No such file or directory\nls -l: 0\nfind: 0\n/proc: 0\n"
 SEEN = f"stat: {SIZE} bytes, uid 0\nls -l: 1\nfind: 1\n"
