@@ -141,7 +141,7 @@ def kept_from_agent(
     root = os.geteuid() == 0
     stash = Stash(stash_root())
     try:
-        locked = _lock(stash, [p for p in paths if root and movable(p) and os.path.lexists(p)])
+        locked = _lock(stash, [path for path in paths if root and movable(path)])
         readable = [path for path in paths if path not in locked and others_read(path)]
         if locked:
             files = "file" if len(locked) == 1 else "files"
@@ -160,17 +160,17 @@ def kept_from_agent(
 
 
 def _lock(stash: Stash, paths: list[str]) -> list[str]:
-    """The paths moved away; a folder that cannot move (overlayfs renames no folder of an
-    image's own layers) is left where it is, a file is one line."""
+    """The paths kept away now (moved, or away already: the server's case supervisor may have
+    moved them first, and would put them back should the server die); a folder that cannot
+    move (overlayfs renames no folder of an image's own layers) is left where it is, a file
+    is one line."""
     locked = []
     for path in paths:
         try:
-            stash.hold(path)
+            if stash.hold(path):
+                locked.append(path)
         except StashError as exc:
-            if os.path.isdir(path):
-                continue
-            raise ConfigError(
-                f"run: cannot lock a withheld file away from the agent: {exc}"
-            ) from None
-        locked.append(path)
+            if not os.path.isdir(path):
+                why = f"run: cannot lock a withheld file away from the agent: {exc}"
+                raise ConfigError(why) from None
     return locked

@@ -44,7 +44,7 @@ from ssebench.daemon.confine.stashfolder import (
 )
 from ssebench.daemon.guard import private_parent
 
-__all__ = ["Hiding", "Stash", "StashError", "stash_root"]
+__all__ = ["Hiding", "Stash", "StashError", "away", "stash_root"]
 PLANTED = "planted-"
 ATTEMPTS = 5  # a path planted again and again while its file goes back: given up after
 
@@ -52,6 +52,11 @@ ATTEMPTS = 5  # a path planted again and again while its file goes back: given u
 def stash_root() -> str:
     """Where withheld files wait while out of sight: in ssebench's private folder (root's)."""
     return str(private_parent() / "stash")
+
+
+def away(path: str) -> bool:
+    """Whether the file at `path` is in the stash now (so there, though out of sight)."""
+    return os.path.lexists(os.path.join(stash_root(), entry_name(path), ITEM))
 
 
 class Stash:

@@ -22,6 +22,7 @@ import pytest
 from e2e.security.outside import AGENT_UID, NOTHING, PROBE, SEEN, Outside, make_outside
 from e2e.security.test_attacks import mechanisms
 from ssebench.daemon.confine.procfs import processes
+from ssebench.daemon.confine.stash import Stash
 from ssebench.testing.ports import free_port
 from ssebench.testing.servers import SSEBENCH, clean_env, run_ssebench, start_child
 
@@ -240,3 +241,22 @@ def test_a_withheld_file_that_cannot_move_is_one_line_and_no_agent_runs(
         assert (volume / "poc").read_text() == "the PoC\n"
     finally:
         subprocess.run(["umount", "-l", str(volume)], check=True)
+
+
+@as_root
+def test_a_file_another_ssebench_keeps_away_already_is_locked_too(
+    tmp_path: Path, top: Path, outside: Outside
+) -> None:
+    """The server's case supervisor may move it first (Landlock, a level that withholds it):
+    run holds it as well, and says so, so that it stays away should the server die."""
+    before = outside.state()
+    server = Stash(f"{clean_env(tmp_path)['TMPDIR']}/ssebench-0/stash")  # as the server's
+    assert server.hold(str(outside.path))
+    try:
+        done = run(tmp_path, outside, agent_probe(top, outside), "--no-isolation")
+        assert (done.returncode, done.stdout) == (0, NOTHING), done.stderr
+        assert done.stderr.count(locked(outside)) == 1
+        assert outside.state() == (None,)  # the other holder keeps it away still
+    finally:
+        server.close()
+    assert outside.state() == before
