@@ -187,9 +187,9 @@ def _carved(hidden: str, granted: list[str]) -> Iterator[str]:
             yield from _carved(os.path.join(hidden, entry), granted)
 
 
-class Mechanism(Protocol):
-    """What a view needs of the mechanism (a Confinement): how it shapes permissions, and
-    where it opens what the stash moves."""
+class Confined(Protocol):
+    """What a view needs of the mechanism's Confinement (mechanism.py, which imports this
+    module): how it shapes permissions, and where it opens what the stash moves."""
 
     @property
     def shape(self) -> Shape: ...
@@ -202,11 +202,12 @@ class View:
     the end; and where `confined` leaves withheld files to permissions, which a `stat` passes
     (Landlock), those outside the task folder moved out of sight into `stash` (stash.py)."""
 
-    def __init__(self, user: CaseUser, stash: str = "", confined: Mechanism | None = None) -> None:
+    def __init__(self, user: CaseUser, stash: str = "", confined: Confined | None = None) -> None:
         self.user = user
         self.applied: dict[str, int] = {}
-        hides = confined is not None and confined.shape.hide and stash
-        self.hiding = Hiding(Stash(stash), confined.pin) if confined and hides else None
+        self.hiding: Hiding | None = None
+        if confined is not None and confined.shape.hide and stash:
+            self.hiding = Hiding(Stash(stash), confined.pin)
 
     def shape(self, policy: Policy, plan: Callable[[Policy], dict[str, int]]) -> None:
         """What the user reaches for `policy`'s check: the files it may have back in place,
