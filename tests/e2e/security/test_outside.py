@@ -13,10 +13,8 @@ import asyncio
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -86,18 +84,6 @@ def test_unconfined_the_same_build_finds_it(
     assert done.stdout.startswith(AT_LEVEL_2 + SEEN), done.stdout
 
 
-@pytest.fixture
-def reachable_tmp() -> Iterator[Path]:
-    """A TMPDIR the agent's user may pass (pytest's is root's alone): a grade applies the patch
-    as the tree's owner, in its scratch folder there."""
-    folder = Path(tempfile.mkdtemp(prefix="ssebench-test-", dir="/tmp"))
-    folder.chmod(0o711)
-    try:
-        yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
 @pytest.mark.parametrize("where", ["/tmp", "/var"])
 @pytest.mark.parametrize("mechanism", mechanisms())
 def test_at_grading_the_build_learns_nothing_and_the_poc_case_reads_the_real_file(
@@ -106,7 +92,7 @@ def test_at_grading_the_build_learns_nothing_and_the_poc_case_reads_the_real_fil
     where: str,
     outside: Callable[..., Outside],
     run_cli: RunCli,
-    reachable_tmp: Path,
+    passable_tmp: Path,
 ) -> None:
     """Every check runs; each reads its own files. The build plants a link at the file's path
     (where a case may write /tmp): the PoC case still reads the real file. Under /var no
@@ -117,7 +103,7 @@ def test_at_grading_the_build_learns_nothing_and_the_poc_case_reads_the_real_fil
     before = poc.state()
     patch = tmp_path / "pass.patch"
     patch.write_text(PASS)
-    logs, env = tmp_path / "logs", clean_env(tmp_path, TMPDIR=str(reachable_tmp))
+    logs, env = tmp_path / "logs", clean_env(tmp_path, TMPDIR=str(passable_tmp))
     done = run_cli("grade", "--task", str(poc.task), "--patch", str(patch), "--isolation",
                    mechanism, "--quiet", "--logs", str(logs), env=env)  # fmt: skip
     assert done.returncode == 0, done.stderr

@@ -13,7 +13,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -44,26 +43,15 @@ sys.exit(1)
 
 
 @pytest.fixture
-def top() -> Iterator[Path]:
-    """A folder in /tmp the agent's user may pass (pytest's own is root's alone)."""
-    folder = Path(tempfile.mkdtemp(prefix="ssebench-test-", dir="/tmp"))
-    folder.chmod(0o711)
-    try:
-        yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-@pytest.fixture
 def outside(tmp_path: Path) -> Iterator[Outside]:
     made = make_outside(tmp_path / "task")
     yield made
     made.remove()
 
 
-def agent_probe(top: Path, poc: Outside) -> list[str]:
+def agent_probe(where: Path, poc: Outside) -> list[str]:
     """The probe as the agent's own shell runs it: as uid 1000, from a folder of its own."""
-    folder = top / "agent"
+    folder = where / "agent"
     folder.mkdir(mode=0o755)
     (folder / "probe.py").write_text(PROBE)
     (folder / "name.txt").write_text(f"{poc.path}\n")
@@ -89,9 +77,9 @@ def run(
 @as_root
 @pytest.mark.parametrize("isolation", [["--isolation", "auto"], ["--no-isolation"]])
 def test_run_keeps_it_from_the_agent_until_the_run_ends(
-    tmp_path: Path, top: Path, outside: Outside, isolation: list[str]
+    tmp_path: Path, passable_tmp: Path, outside: Outside, isolation: list[str]
 ) -> None:
-    probe = agent_probe(top, outside)
+    probe = agent_probe(passable_tmp, outside)
     before = outside.state()
     seen = subprocess.run(probe, capture_output=True, text=True)  # the control: it is there
     assert seen.stdout.startswith(SEEN), seen.stderr
@@ -169,7 +157,7 @@ def test_what_the_agent_plants_meanwhile_never_takes_its_place(
 
 
 def test_without_root_run_names_each_withheld_file_every_user_can_read(
-    top: Path, run_cli: Callable[..., subprocess.CompletedProcess[str]]
+    passable_tmp: Path, run_cli: Callable[..., subprocess.CompletedProcess[str]]
 ) -> None:
     """As root, the test runs ssebench as the agent's user (a non-root daemon: its own
     folders, a task folder it may read)."""
@@ -177,10 +165,10 @@ def test_without_root_run_names_each_withheld_file_every_user_can_read(
     python = os.path.realpath(sys.executable)
     if subprocess.run([*as_agent, "test", "-x", python], capture_output=True).returncode:
         pytest.skip(f"{sys.executable} cannot be run by uid {AGENT_UID} here")
-    poc = make_outside(top / "task")
+    poc = make_outside(passable_tmp / "task")
     try:
         poc.task.chmod(0o755)
-        home = top / "home"
+        home = passable_tmp / "home"
         (home / "tmp").mkdir(parents=True)
         for folder in (home, home / "tmp"):
             if ROOT:
@@ -245,7 +233,7 @@ def test_a_withheld_file_that_cannot_move_is_one_line_and_no_agent_runs(
 
 @as_root
 def test_a_file_another_ssebench_keeps_away_already_is_locked_too(
-    tmp_path: Path, top: Path, outside: Outside
+    tmp_path: Path, passable_tmp: Path, outside: Outside
 ) -> None:
     """The server's case supervisor may move it first (Landlock, a level that withholds it):
     run holds it as well, and says so, so that it stays away should the server die."""
@@ -253,7 +241,7 @@ def test_a_file_another_ssebench_keeps_away_already_is_locked_too(
     server = Stash(f"{clean_env(tmp_path)['TMPDIR']}/ssebench-0/stash")  # as the server's
     assert server.hold(str(outside.path))
     try:
-        done = run(tmp_path, outside, agent_probe(top, outside), "--no-isolation")
+        done = run(tmp_path, outside, agent_probe(passable_tmp, outside), "--no-isolation")
         assert (done.returncode, done.stdout) == (0, NOTHING), done.stderr
         assert done.stderr.count(locked(outside)) == 1
         assert outside.state() == (None,)  # the other holder keeps it away still
