@@ -32,6 +32,7 @@ from ssebench.daemon.runnercopy import RunnerCopy, SyncError
 from ssebench.daemon.sanitizers import report_options
 from ssebench.daemon.scratch import copy_tree
 from ssebench.daemon.task import Task
+from ssebench.daemon.withheld import check_stash, moved_away
 from ssebench.daemon.writable import WritableFolders
 
 # What a case sees of the daemon's environment besides its own variables and `pass_env`:
@@ -100,8 +101,8 @@ def policy_for(
     writable: tuple[Grant, ...] = (),
 ) -> Policy:
     """What the cases of check `check` may reach (DESIGN.md's table): the top-level files and
-    their check's own; every other check's files are hidden wherever they lie. They write the
-    tree (first) and the task's `writable` folders."""
+    their check's own; every other check's files are hidden wherever they lie (moved away,
+    daemon/withheld.py). They write the tree (first) and the task's `writable` folders."""
     own = task.checks[check].files if check in task.checks else ()
     granted = (*task.files, *own)
     others = [p for key, t in task.checks.items() if key != check for p in t.files]
@@ -114,6 +115,7 @@ def policy_for(
         hidden=tuple(sorted(hide)),
         withheld=tuple(withheld),
         public=(str(task.source),),
+        moved_away=moved_away(task, check),
         network=task.network,
         limits=task.limits,
     )
@@ -129,7 +131,7 @@ class Cases:
     def __init__(
         self,
         task: Task,
-        enabled: Iterable[Check],
+        enabled: Sequence[Check],
         *,
         hidden: Iterable[Path] = (),
         mechanism: Mechanism | None = None,
@@ -145,6 +147,7 @@ class Cases:
             self.user = case_user(user) if confined else own_user()
         except CaseUserError as exc:
             raise ConfigError(str(exc)) from None
+        check_stash(task, [check.key for check in enabled], self.user, self.mechanism)
         self.task, self.task_copy = self._readable_task(task)
         self.copy = RunnerCopy(
             tree or task.source, self.user, adopt=tree is not None, protected=task.protected,
@@ -265,10 +268,12 @@ class Cases:
         removal.add_done_callback(self._removals.discard)
 
     def _reads(self, command: str, policy: Policy) -> tuple[str, ...]:
-        """The granted task files `command` names (its PoC input, say): the case's user must
-        be able to read each, or the case is an internal failure, never a pass."""
+        """The granted task files `command` names (its PoC input, say) and those moved away for
+        other checks: the case's user must read each, or the case is an internal failure."""
         granted = [grant.real for grant in policy.readable]
-        return tuple(p for p in self.task.named_files(command) if inside(p, granted))
+        named = [p for p in self.task.named_files(command) if inside(p, granted)]
+        moved = sorted({p for other in self.policies.values() for p in other.moved_away})
+        return tuple(dict.fromkeys([*named, *(p for p in moved if inside(p, granted))]))
 
     def close(self) -> None:
         self.runner.close()

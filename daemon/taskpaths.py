@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ssebench.daemon.confine.policy import SYSTEM
+from ssebench.daemon.confine.stash import away
 from ssebench.daemon.tomlrules import Context, problem
 
 # A task path in a command: the task folder (as $SSE_TASK_DIR/, ${SSE_TASK_DIR}/ or its own
@@ -63,15 +64,16 @@ def missing(item: str, resolved: Path, context: Context) -> str | None:
 
 def task_files(raw: list[str], context: Context) -> tuple[Path, ...]:
     """Task files (or folders) relative to the folder of task.toml, or absolute, as cases name
-    them; each must exist (an absolute one may be the image's), and neither task.toml nor the
-    task folder itself may be given away, by any path."""
+    them; each must exist (an absolute one may be the image's, or out of sight in ssebench's
+    stash), and neither task.toml nor the task folder itself may be given away, by any path."""
     path = context["path"]
     found = []
     for item in raw:
         resolved, exists = resolve(path.parent, item)
         if resolved == path or resolved == path.parent or resolved in path.parents:
             raise problem(f"{item}: the task folder and task.toml are never readable by a case")
-        if not exists and (why := missing(item, resolved, context)) is not None:
+        there = exists or away(str(resolved))
+        if not there and (why := missing(item, resolved, context)) is not None:
             raise problem(why)
         found.append(lexical(path.parent, item))
     return tuple(found)

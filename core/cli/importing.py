@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import functools
 import re
+import sys
 from pathlib import Path
 
 from ssebench.core.cli.parser import EXIT_OK
@@ -29,6 +30,10 @@ def cmd_import(args: argparse.Namespace, root: Root) -> int:
     load = functools.partial(load_task, checks=checks, for_image=True)
     for folder in write_tasks(args.out, tasks, load):
         print(folder)
+    if args.format == "arvo":
+        from ssebench.core.importers.arvo import WITHHELD
+
+        print(f"ssebench: import arvo: {WITHHELD}", file=sys.stderr)
     return EXIT_OK
 
 

@@ -27,6 +27,7 @@ from ssebench.core.daemons.door import (
     adopt_isolation,
     choose_isolation,
     load_task,
+    recover_withheld,
     start_isolation,
 )
 from ssebench.core.errors import ConfigError, DaemonError
@@ -79,6 +80,9 @@ class Root:
         path = self.basis.task
         if path is None:
             return None
+        # Files a killed ssebench left out of sight go back first: the task names them.
+        for problem in recover_withheld():
+            print(f"ssebench: warning: {problem}", file=sys.stderr)
         return load_task(path, self.registry.checks, for_image=self.basis.for_image)
 
     def mechanism(self) -> Mechanism:

@@ -7,10 +7,17 @@ runs the agent's command with our standard streams and exits with its status.
 The server has its own session, so a Ctrl+C at a terminal reaches the agent and not the server;
 the server's stdout goes to our stderr, so the agent's stdout carries only the agent's output.
 
-Exit statuses: CMD's own (128+N when signal N ended it); 2 when a port is taken or the server
-cannot start (its one-line error is already on stderr), and CMD never runs; 3 when the server
-did not answer within SSE_MCP_TIMEOUT seconds, also without running CMD; 127 when CMD cannot be
-found.
+What the level withholds stays out of the agent's reach where the task folder's lock does not
+reach it either: before CMD starts, as root, every file outside the task folder that a
+withheld check names (an imported ARVO task's /tmp/poc, in its image readable by every user)
+is moved out of every other user's sight, one line on stderr saying which, and put back exactly
+as it was once the server is stopped, however run ends (after a SIGKILL, at the next start:
+daemon/withheld.py); without root, one warning line names those every user can read.
+
+Exit statuses: CMD's own (128+N when signal N ended it); 2 when a port is taken, the server
+cannot start (its one-line error is already on stderr) or a withheld file cannot be moved
+away, and CMD never runs; 3 when the server did not answer within SSE_MCP_TIMEOUT seconds,
+also without running CMD; 127 when CMD cannot be found.
 
 SIGTERM and SIGINT go on to CMD; when CMD ends, however it ends, the server gets SIGTERM, which
 stops a running call (its case, and every process the case started) before the server exits.
@@ -41,6 +48,7 @@ from ssebench.core.stopping import stop_process
 
 if TYPE_CHECKING:
     from ssebench.core.cli.requests import ServeRequest
+    from ssebench.core.cli.root import Root
 
 EXIT_SERVER_FAILED = 2
 EXIT_WAIT_RAN_OUT = 3
@@ -194,25 +202,50 @@ class Server:
                 sock.close()
 
 
+def withheld_lock(root: Root) -> Callable[[], contextlib.AbstractContextManager[None]]:
+    """What keeps the files outside the task folder that the level withholds from the agent
+    while it runs (daemon/withheld.py): moved out of its sight as root, else named in a
+    warning; nothing without a task here."""
+    task = root.task
+    if task is None:
+        return contextlib.nullcontext
+    from ssebench.core.daemons.door import kept_from_agent
+
+    enabled = root.registry.at_level(root.settings.difficulty).enabled
+    return lambda: kept_from_agent(task, enabled, _say)
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
 def run_with_server(
     server: Server,
     command: Sequence[str],
     url: str,
     timeout: float,
     finished: Callable[[int], int] = lambda status: status,
+    locked: Callable[[], contextlib.AbstractContextManager[None]] = contextlib.nullcontext,
 ) -> int:
     """Start the server, wait for it, run CMD, stop the server; CMD's status comes back, passed
-    through `finished` (called only when CMD ran, once the server is stopped)."""
+    through `finished` (called only when CMD ran, once the server is stopped). `locked` keeps
+    what the agent may not read away from it: taken once the server has read the task, before
+    CMD starts, and let go once the server is stopped."""
     previous = signal.signal(signal.SIGTERM, _raise_terminated)
     started = server.start()
+    lock = contextlib.ExitStack()
     try:
         failed = wait_for_server(started, url, timeout)
         if failed is not None:
             return failed
+        lock.enter_context(locked())
         status = run_command(command)
     except _Terminated:
         return 128 + signal.SIGTERM
     finally:
         signal.signal(signal.SIGTERM, previous)
-        stop(started)
+        try:
+            stop(started)
+        finally:
+            lock.close()
     return finished(status)

@@ -191,14 +191,15 @@ def cmd_run(args: argparse.Namespace, root: Root) -> int:
     probe = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(args.host, args.host)
     url = f"http://{url_host(probe)}:{args.port}/mcp"
     server = run.Server(request, sockets, dict(os.environ))
+    locked = run.withheld_lock(root)
     if args.prediction_out is None:
-        return run.run_with_server(server, command, url, timeout)
+        return run.run_with_server(server, command, url, timeout, locked=locked)
     from ssebench.core.cli.prediction import recorded
     from ssebench.core.predictions import DEFAULT_MODEL
 
     assert task is not None
     with recorded(task, args.prediction_out, args.task_id, args.model or DEFAULT_MODEL) as done:
-        return run.run_with_server(server, command, url, timeout, done)
+        return run.run_with_server(server, command, url, timeout, done, locked)
 
 
 def registration(agent: str, host: str = PUBLIC_HOST, port: int = MCP_PORT) -> str:

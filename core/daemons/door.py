@@ -22,6 +22,8 @@ from ssebench.daemon.protect import unmatched_globs
 from ssebench.daemon.runnercopy import RunnerCopy
 from ssebench.daemon.scratch import copy_tree, patched_copy, read_patch
 from ssebench.daemon.task import IMAGE, Task, load_task
+from ssebench.daemon.withheld import kept_from_agent
+from ssebench.daemon.withheld import recover as recover_withheld
 
 __all__ = [
     "IMAGE",
@@ -34,11 +36,13 @@ __all__ = [
     "choose",
     "choose_isolation",
     "copy_tree",
+    "kept_from_agent",
     "load_task",
     "log_owner",
     "make_folder",
     "patched_copy",
     "read_patch",
+    "recover_withheld",
     "remove_folder",
     "runner_copy",
     "start_isolation",

@@ -28,6 +28,12 @@ from ssebench.core.importers.common import (
 
 IMAGE = "n132/arvo:{id}-vul"
 RUN_SECONDS = 10
+# Where the tasks' withheld files lie, outside their folders, where locking a task folder to
+# root does not reach: said once on stderr by `ssebench import arvo`.
+WITHHELD = (
+    "each task's PoC lies at /tmp/poc in its image, readable by every user there unless "
+    "`ssebench run` locks it (as root) while the agent runs"
+)
 
 
 class Metadata(Strict):

@@ -15,6 +15,9 @@ The entries are written as the `system.posix_acl_access` attribute (no `setfacl`
 an flock of the file, since grades side by side edit the same task folder's entries (each
 its own uid's); they are removed when the supervisor ends, and entries of ssebench's own uids
 whose daemon is gone are dropped whenever a file is edited.
+
+No entry hides a `stat`, nor a name in a folder anyone may look into (ARVO's /tmp/poc): under
+Landlock the withheld files outside the task folder are moved out of sight instead (stash.py).
 """
 
 from __future__ import annotations
@@ -24,8 +27,9 @@ import errno
 import fcntl
 import os
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Protocol
 
 from ssebench.daemon.confine.acl import (
     READ,
@@ -38,6 +42,7 @@ from ssebench.daemon.confine.acl import (
     edit_entry,
 )
 from ssebench.daemon.confine.policy import CaseUser, Policy, inside
+from ssebench.daemon.confine.stash import Hiding, Stash, StashError
 
 
 class AccessError(Exception):
@@ -182,13 +187,38 @@ def _carved(hidden: str, granted: list[str]) -> Iterator[str]:
             yield from _carved(os.path.join(hidden, entry), granted)
 
 
+class Confined(Protocol):
+    """What a view needs of the mechanism's Confinement (mechanism.py, which imports this
+    module): how it shapes permissions, and where it opens what the stash moves."""
+
+    @property
+    def shape(self) -> Shape: ...
+
+    def pin(self, path: str, fd: int) -> None: ...
+
+
 class View:
     """The entries applied for one user, changed as the checks' plans change, all removed at
-    the end."""
+    the end; and where `confined` leaves withheld files to permissions, which a `stat` passes
+    (Landlock), those outside the task folder moved out of sight into `stash` (stash.py)."""
 
-    def __init__(self, user: CaseUser) -> None:
+    def __init__(self, user: CaseUser, stash: str = "", confined: Confined | None = None) -> None:
         self.user = user
         self.applied: dict[str, int] = {}
+        self.hiding: Hiding | None = None
+        if confined is not None and confined.shape.hide and stash:
+            self.hiding = Hiding(Stash(stash), confined.pin)
+
+    def shape(self, policy: Policy, plan: Callable[[Policy], dict[str, int]]) -> None:
+        """What the user reaches for `policy`'s check: the files it may have back in place,
+        then the entries `plan` makes in force (none for what moves away), then the files it
+        may not have away, with no entry of ours on them."""
+        if self.hiding is None:
+            self.apply(plan(policy))
+            return
+        self.hiding.show(policy)
+        self.apply(plan(self.hiding.planned(policy)))
+        self.hiding.hide(policy)
 
     def apply(self, wanted: dict[str, int]) -> None:
         """Exactly `wanted` in force: entries no longer wanted removed, new ones added."""
@@ -201,6 +231,9 @@ class View:
                 self.applied[path] = perms
 
     def close(self) -> None:
+        if self.hiding is not None:  # back first: the entries are undone on them
+            with contextlib.suppress(OSError, StashError):
+                self.hiding.close()
         errors = []
         for path in list(self.applied):
             try:

@@ -182,6 +182,13 @@ class Landlock(Confinement):
         launch.preexec = confine
         return launch
 
+    def pin(self, path: str, fd: int) -> None:
+        """A rule on the file follows it through a rename: made while it is away, it holds."""
+        if path in self.opened:
+            os.close(fd)
+        else:
+            self.opened[path] = fd
+
     def close(self) -> None:
         for fd in self.opened.values():
             os.close(fd)

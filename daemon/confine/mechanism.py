@@ -235,6 +235,11 @@ class Confinement:
 
         return load_broker
 
+    def pin(self, path: str, fd: int) -> None:
+        """`path` (its descriptor `fd`, ours now) opened before the stash moved it away
+        (stash.py): where this mechanism opens granted paths for a sandbox, it takes this one."""
+        os.close(fd)
+
     def close(self) -> None:
         """Release what was opened for every case (descriptors of granted paths)."""
 

@@ -32,6 +32,7 @@ class Setup:
     mechanism: Mechanism
     user: CaseUser
     disk_floor: int = FLOOR  # bytes of free disk under which a case is a fault of the machine
+    stash: str = ""  # where policies' `moved_away` files wait (stash.py); "": none is moved
 
 
 @dataclass(frozen=True)

@@ -72,7 +72,10 @@ class Policy:
     folders, the saved logs), though a grant inside a hidden folder is still reachable;
     `withheld` the task's own among them, which the case user's permissions must keep it
     from even looking at where its mechanism does not (access.py), but for what lies in them
-    and is no secret (`public`: the agent's own tree, when it lies in the task folder).
+    and is no secret (`public`: the agent's own tree, when it lies in the task folder);
+    `moved_away` the withheld files outside the task folder, which a case supervisor whose
+    mechanism leaves them to permissions (Landlock: a `stat` needs none) moves out of sight
+    while the check's cases run (stash.py).
     """
 
     system: tuple[str, ...] = ()
@@ -81,6 +84,7 @@ class Policy:
     hidden: tuple[str, ...] = ()
     withheld: tuple[str, ...] = ()
     public: tuple[str, ...] = ()
+    moved_away: tuple[str, ...] = ()
     network: bool = False
     limits: Limits = field(default_factory=Limits)
 

@@ -47,6 +47,16 @@ def processes() -> Iterator[Process]:
         )
 
 
+def start_time(pid: int) -> int | None:
+    """When `pid` started (clock ticks since boot): with the pid, one process for good (a pid
+    is reused, never with the same start); None when no such process is there."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as file:
+            return int(file.read().rsplit(b")", 1)[1].split()[19])  # field 22 of stat(5)
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def comm(pid: int) -> str:
     """The process's name, "" when it is gone."""
     try:

@@ -45,6 +45,7 @@ from ssebench.daemon.confine.messages import (
     encode,
 )
 from ssebench.daemon.confine.policy import CaseUser, Policy
+from ssebench.daemon.confine.stash import stash_root
 
 GRACE_SECONDS = 1.0
 LOG_LIMIT = 1 << 30  # bytes of a case's output kept in its log; the rest is dropped
@@ -82,12 +83,11 @@ class Runner:
         grace: float = GRACE_SECONDS,
         log_limit: int = LOG_LIMIT,
         disk_floor: int = FLOOR,
+        stash: str | None = None,
     ) -> None:
-        self.mechanism = mechanism
-        self.user = user
-        self.disk_floor = disk_floor
-        self.grace = grace
-        self.log_limit = log_limit
+        self.mechanism, self.user = mechanism, user
+        self.disk_floor, self.stash = disk_floor, stash_root() if stash is None else stash
+        self.grace, self.log_limit = grace, log_limit
         self._sock: socket.socket | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._ready: Answers[Ready | Error] = Answers()
@@ -232,7 +232,7 @@ class Runner:
             weakref.finalize(self, _close, ours, self._proc)
             self._reader = asyncio.create_task(self._read())
             ready = self._ready.expect("")
-            await self._send(Setup(self.mechanism, self.user, self.disk_floor))
+            await self._send(Setup(self.mechanism, self.user, self.disk_floor, self.stash))
             try:
                 answer = await asyncio.wait_for(ready, STOP_WAIT)
             finally:

@@ -65,7 +65,7 @@ class Supervisor:
         self.close()
         self.user, self.floor = message.user, message.disk_floor
         self.confined = confinement(message.mechanism, message.user)
-        self.view = View(message.user) if message.user.switched else None
+        self.view = View(self.user, message.stash, self.confined) if self.user.switched else None
         self.pool = Pool(pool_size(self.confined.confined))
         self.send(wire.Ready())
 
@@ -80,7 +80,7 @@ class Supervisor:
         """The case user's permissions for `policy`'s check: one user, so the running case's
         check decides them (a standby reads nothing before its command)."""
         if self.view is not None and self.confined is not None and self.confined.confined:
-            self.view.apply(self._plan(policy, folders))
+            self.view.shape(policy, lambda planned: self._plan(planned, folders))
 
     def start(self, message: wire.Run, fds: list[int]) -> None:
         (log,) = fds

@@ -332,6 +332,10 @@ run = 'arvo'
 timeout = 10
 triggered_if = {{ sanitizer = false, passing_exit_codes = [0] }}
 """
+ARVO_SAYS = (
+    "ssebench: import arvo: each task's PoC lies at /tmp/poc in its image, readable by every "
+    "user there unless `ssebench run` locks it (as root) while the agent runs\n"
+)
 
 
 def test_secb_and_arvo_write_these_task_folders(cli: Cli, tmp_path: Path) -> None:
@@ -341,7 +345,7 @@ def test_secb_and_arvo_write_these_task_folders(cli: Cli, tmp_path: Path) -> Non
     out = tmp_path / "out"
     for kind, path in (("secb", instances), ("arvo", metadata)):
         code, stdout, stderr = cli(kind, str(path), "--out", str(out))
-        assert (code, stderr) == (0, "")
+        assert (code, stderr) == (0, "" if kind == "secb" else ARVO_SAYS)
         assert stdout == f"{out / (benchsamples.SECB_ID if kind == 'secb' else 'arvo-99999001')}\n"
     secb, arvo = out / benchsamples.SECB_ID, out / f"arvo-{benchsamples.ARVO_ID}"
     assert sorted(p.name for p in secb.iterdir()) == ["fix.patch", "secb.json", "task.toml"]

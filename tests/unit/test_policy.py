@@ -87,6 +87,28 @@ def test_a_check_folder_linked_elsewhere_is_hidden_where_it_really_lies(tmp_path
     assert Grant(str(task_dir / "pocs"), str(tmp_path / "opt" / "pocs")) in poc.readable
 
 
+def test_only_withheld_files_outside_the_task_folder_are_moved_away(tmp_path: Path) -> None:
+    """A file outside the task folder, by its path or through a link (by where it lies), moves
+    out of sight; not one in the task folder (its folders' entries hide it), a folder (its
+    entry hides what it holds), a file of the system's, nor one a grant holds."""
+    task_dir = write_task(tmp_path / "task", "")
+    out = tmp_path / "out"
+    (out / "folder").mkdir(parents=True)
+    for name in ("poc", "linked", "granted/inner"):
+        (out / name).parent.mkdir(exist_ok=True)
+        (out / name).write_text("x\n")
+    (task_dir / "link").symlink_to(out / "linked")
+    (task_dir / "task.toml").write_text(
+        f'source = "src"\nfiles = ["{out}/granted"]\n[checks.build]\nrun = "true"\n'
+        f'[checks.pocs]\nfiles = ["{out}/poc", "link", "{out}/folder", "pocs/one.bin", '
+        f'"/etc/hostname", "{out}/granted/inner"]\nrun = "true"\n'
+    )
+    task = load_task(task_dir, CHECKS)
+    build = policy_for(task, "build", TREE)
+    assert build.moved_away == (str(out / "linked"), str(out / "poc"))
+    assert policy_for(task, "pocs", TREE).moved_away == ()
+
+
 def test_a_granted_link_is_readable_by_its_name_and_where_it_points(tmp_path: Path) -> None:
     write_task(tmp_path / "task", TOML)
     (tmp_path / "elsewhere").mkdir()
