@@ -29,7 +29,9 @@ import contextlib
 import json
 import os
 import re
+import stat
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import fastmcp
@@ -175,10 +177,24 @@ def test_the_attack_finds_nothing_withheld(
         layout.remove()
 
 
+@contextlib.contextmanager
+def restored(path: Path) -> Iterator[None]:
+    """`path`'s mode and extended attributes as they were, whatever happens meanwhile: the
+    unconfined control, as root, does change the system file the attack aims at."""
+    mode = path.stat().st_mode
+    names = set(os.listxattr(path))
+    try:
+        yield
+    finally:
+        os.chmod(path, stat.S_IMODE(mode))
+        for name in set(os.listxattr(path)) - names:
+            os.removexattr(path, name)
+
+
 def test_without_isolation_the_same_attack_finds_the_markers(tmp_path: Path) -> None:
     """The control: unconfined, the searches above do find what they look for."""
     queues = sysv_queues()
-    with Services(tmp_path) as services:
+    with restored(Path("/usr/bin/ls")), Services(tmp_path) as services:
         layout, server, report = attack(
             tmp_path, 2, ["--no-isolation"], services, owner=OWNERS[0], spare_server=True
         )
