@@ -27,7 +27,7 @@ from ssebench.daemon.confine.pool import pool_size
 from ssebench.daemon.confine.runner import GRACE_SECONDS, LOG_LIMIT, CaseEnd, Runner, RunnerError
 from ssebench.daemon.confine.user import CaseUserError, case_user, own_user
 from ssebench.daemon.guard import make_folder, private_parent, remove_folder, remove_tree
-from ssebench.daemon.runnercopy import RunnerCopy, SyncError
+from ssebench.daemon.runnercopy import RunnerCopy, SyncError, TreeRefused
 from ssebench.daemon.scratch import copy_tree
 from ssebench.daemon.task import Task
 from ssebench.daemon.writable import WritableFolders
@@ -142,10 +142,13 @@ class Cases:
             raise ConfigError(str(exc)) from None
         self.task, self.task_copy = self._readable_task(task)
         self.copy = RunnerCopy(
-            tree or task.source, self.user, adopt=tree is not None, protected=task.protected
-        )
+            tree or task.source, self.user, adopt=tree is not None, protected=task.protected,
+            tree_mb=task.limits.tree_mb,
+        )  # fmt: skip
         try:
             self.copy.sync()  # the tree as shipped, before any agent's change
+        except TreeRefused:
+            pass  # each case says why it did not run (service.py)
         except SyncError as exc:
             self._close_copies()
             raise ConfigError(
@@ -196,7 +199,8 @@ class Cases:
         self, command: str, check: str, *, timeout: float, log_path: Path
     ) -> CaseEnd:
         """`command` as a case of `check`, on the runner copy brought up to date first.
-        RunnerError when it cannot run (the copy cannot be synced, the case cannot start)."""
+        RunnerError when it cannot run (the copy cannot be synced, the case cannot start);
+        TreeRefused when the agent's tree cannot be copied as it is."""
         try:
             await asyncio.to_thread(self.copy.sync)
         except SyncError as exc:
