@@ -27,7 +27,7 @@ from ssebench.daemon.confine.pool import pool_size
 from ssebench.daemon.confine.runner import GRACE_SECONDS, LOG_LIMIT, CaseEnd, Runner, RunnerError
 from ssebench.daemon.confine.user import CaseUserError, case_user, own_user
 from ssebench.daemon.guard import make_folder, private_parent, remove_folder, remove_tree
-from ssebench.daemon.runnercopy import RunnerCopy, SyncError, TreeRefused
+from ssebench.daemon.runnercopy import RunnerCopy, SyncError
 from ssebench.daemon.scratch import copy_tree
 from ssebench.daemon.task import Task
 from ssebench.daemon.writable import WritableFolders
@@ -141,14 +141,9 @@ class Cases:
         except CaseUserError as exc:
             raise ConfigError(str(exc)) from None
         self.task, self.task_copy = self._readable_task(task)
-        self.copy = RunnerCopy(
-            tree or task.source, self.user, adopt=tree is not None, protected=task.protected,
-            tree_mb=task.limits.tree_mb,
-        )  # fmt: skip
+        self.copy = RunnerCopy.of(task, self.user, tree)
         try:
-            self.copy.sync()  # the tree as shipped, before any agent's change
-        except TreeRefused:
-            pass  # each case says why it did not run (service.py)
+            self.copy.prepare()  # the tree as shipped, before any agent's change
         except SyncError as exc:
             self._close_copies()
             raise ConfigError(

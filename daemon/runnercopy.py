@@ -25,6 +25,7 @@ case user as it is (once its size is within the bound) and never synced.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -33,6 +34,7 @@ from pathlib import Path
 from ssebench.core.gitignore import Ignore
 from ssebench.daemon.confine.policy import CaseUser, Limits
 from ssebench.daemon.guard import make_folder, remove_folder, remove_tree
+from ssebench.daemon.task import Task
 from ssebench.daemon.treefiles import DIR_FLAGS, entries, remove_path
 from ssebench.daemon.treemodel import Folder, TreeRefused, over_bound
 from ssebench.daemon.treesync import Rules, Sync
@@ -78,6 +80,19 @@ class RunnerCopy:
         else:
             self.folder = make_folder("ssebench-runner-")
             self.path = self.folder / (origin.name or "source")
+
+    @classmethod
+    def of(cls, task: Task, user: CaseUser, tree: Path | None = None) -> RunnerCopy:
+        """The copy of `task`'s tree for its cases, or `tree` itself (a grade's scratch copy)."""
+        adopt, protected = tree is not None, task.protected
+        origin, tree_mb = tree or task.source, task.limits.tree_mb
+        return cls(origin, user, adopt=adopt, protected=protected, tree_mb=tree_mb)
+
+    def prepare(self) -> None:
+        """The first sync, as the daemon starts: a tree over its bound is said by each case
+        (TreeRefused), not here, where it would stop the daemon."""
+        with contextlib.suppress(TreeRefused):
+            self.sync()
 
     def sync(self) -> None:
         """Bring the copy up to date with the agent's tree; TreeRefused when the tree cannot be

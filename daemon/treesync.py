@@ -107,13 +107,9 @@ class Sync:
     def _push(self, name: str, node: Folder | None, info: os.stat_result | None) -> None:
         """Into a folder (the chains are there already): its entries to see, and what the agent
         removed from it gone."""
-        parent = self.stack[-1] if self.stack else None
-        excluded = False
+        parent, ignore, excluded = self.stack[-1] if self.stack else None, self.rules.ignore, False
         if parent is not None:
-            ignore = self.rules.ignore
-            excluded = parent.excluded or (
-                ignore is not None and ignore.excludes_itself(self._path(name), True)
-            )
+            excluded = parent.excluded or bool(ignore and ignore.excludes_itself(self._path(name)))
             self.prefix += name + "/"
         frame = _Frame(name, node, info, [], excluded)
         self.stack.append(frame)
@@ -222,9 +218,8 @@ class Sync:
         return True
 
     def _finish(self) -> None:
-        """Out of the deepest folder: its modes made the agent's (after its entries: a
-        read-only folder is the agent's to make), or, removed by the agent with nothing
-        protected left inside, gone."""
+        """Out of the deepest folder: its modes made the agent's (after its entries: a read-only
+        folder is the agent's), or, removed by the agent with nothing protected inside, gone."""
         frame = self.stack.pop()
         node, info = frame.node, frame.info
         if info is not None and (node is None or node.seen != Seen.of(info)):
@@ -243,9 +238,8 @@ class Sync:
             del parent.entries[frame.name]
 
     def _copy(self, name: str, info: os.stat_result) -> bool:
-        """One file or link of the agent's into the copy, the case user's, its times kept (so
-        make sees what changed); into a copy that has one already, under a new name first,
-        then renamed over it. False when it is gone or another kind of file since listed."""
+        """One file or link of the agent's into the copy (daemon/filecopy.py); into a copy that
+        has one, under a new name first. False when it is gone or another kind since listed."""
         first = self.rules.first
         temp = name if first else f".ssebench-sync-{secrets.token_hex(8)}"
         fd = self.target.fd
