@@ -77,9 +77,7 @@ class Sync:
         self.largest = (0, "")
         self.gitignores: list[tuple[str, bytes]] = []
         self.stack: list[_Frame] = []
-        # The deepest folder's path, "" or "a/b/": the only one kept (a 10,000-deep chain would
-        # otherwise hold 10,000 paths of up to 20,000 characters), made from the one above.
-        self.prefix = ""
+        self.prefix = ""  # the deepest folder's path ("a/b/"), the only one kept (see Folder)
         self.source = Chain(os.open(source, DIR_FLAGS))
         try:
             self.target = Chain(os.open(target, DIR_FLAGS))
@@ -109,7 +107,8 @@ class Sync:
         removed from it gone."""
         parent, ignore, excluded = self.stack[-1] if self.stack else None, self.rules.ignore, False
         if parent is not None:
-            excluded = parent.excluded or bool(ignore and ignore.excludes_itself(self._path(name)))
+            path = self._path(name)
+            excluded = parent.excluded or bool(ignore and ignore.excludes_itself(path, True))
             self.prefix += name + "/"
         frame = _Frame(name, node, info, [], excluded)
         self.stack.append(frame)

@@ -180,3 +180,25 @@ def test_protected_paths_stay_as_shipped(tmp_path: Path, user: CaseUser) -> None
         }
     finally:
         runner.close()
+
+
+def test_new_files_in_a_shipped_folder_the_gitignore_excludes_are_not_carried(
+    tmp_path: Path, user: CaseUser
+) -> None:
+    """A folder shipped though ignored (`build/`, folders only) is carried with what it held;
+    what the agent's build adds inside is a build output, at any depth below it."""
+    agent = tree(tmp_path / "agent")
+    (agent / "build" / "sub").mkdir(parents=True)
+    (agent / "build" / "sub" / "shipped.txt").write_text("shipped\n")
+    runner = RunnerCopy(agent, user)
+    try:
+        runner.sync()
+        (agent / "build" / "sub" / "shipped.txt").write_text("changed\n")
+        (agent / "build" / "sub" / "new.txt").write_text("built\n")
+        (agent / "build" / "new.txt").write_text("built\n")
+        runner.sync()
+        assert {k: v for k, v in files(runner.path).items() if k.startswith("build")} == {
+            "build/sub/shipped.txt": "changed\n"
+        }
+    finally:
+        runner.close()
