@@ -71,10 +71,8 @@ class Sync:
     the first sync copied, for the rules of later ones."""
 
     def __init__(self, rules: Rules, root: Folder, source: Path, target: Path) -> None:
-        self.rules = rules
-        self.root = root
-        self.size = 0
-        self.largest = (0, "")
+        self.rules, self.root = rules, root
+        self.size, self.largest = 0, (0, "")  # bytes seen; the largest file's, and its path
         self.gitignores: list[tuple[str, bytes]] = []
         self.stack: list[_Frame] = []
         self.prefix = ""  # the deepest folder's path ("a/b/"), the only one kept (see Folder)
@@ -142,14 +140,18 @@ class Sync:
         return False
 
     def _entry(self, frame: _Frame, name: str, info: os.stat_result) -> bool:
+        node = frame.node
+        old = node.entries.get(name) if node is not None else None
+        if old.__class__ is Seen and self.rules.frozen is None and old == Seen.of(info):
+            self._count(name, info)  # unchanged since the last sync: most files, at once
+            return False
         kind = stat.S_IFMT(info.st_mode)
         is_dir = kind == stat.S_IFDIR
-        first, node = self.rules.first, frame.node
+        first = self.rules.first
         if kind not in CARRIED or (not first and ((is_dir and name == ".git") or node is None)):
             return False  # `.git`: copied once, never again (a prediction carries none of it)
         if not first and self._frozen(name, is_dir):
             return False  # protected: as shipped
-        old = node.entries.get(name) if node is not None else None
         if node is not None and old is not None and _kind(old) != kind:
             clear(self.target.fd, name)  # a file became a folder, or the other way round
             del node.entries[name]
@@ -271,9 +273,8 @@ class Sync:
 
     def _carried(self, frame: _Frame, name: str, is_dir: bool) -> bool:
         ignore = self.rules.ignore
-        if ignore is None:
-            return True
-        return not (frame.excluded or ignore.excludes_itself(self._path(name), is_dir))
+        excluded = ignore is not None and ignore.excludes_itself(self._path(name), is_dir)
+        return not (frame.excluded or excluded)
 
     def _frozen(self, name: str, is_dir: bool) -> bool:
         frozen = self.rules.frozen
