@@ -25,7 +25,6 @@ case user as it is (once its size is within the bound) and never synced.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import subprocess
@@ -90,9 +89,13 @@ class RunnerCopy:
 
     def prepare(self) -> None:
         """The first sync, as the daemon starts: a tree over its bound is said by each case
-        (TreeRefused), not here, where it would stop the daemon."""
-        with contextlib.suppress(TreeRefused):
+        (TreeRefused), not here, where it would stop the daemon; one this process cannot read
+        is the deployment's to fix (SyncError), not the agent's."""
+        try:
             self.sync()
+        except TreeRefused as refused:
+            if refused.reason is not None:
+                raise SyncError(refused.line, refused.reason) from None
 
     def sync(self) -> None:
         """Bring the copy up to date with the agent's tree; TreeRefused when the tree cannot be

@@ -66,6 +66,11 @@ class Chain:
             os.close(self.fd)
 
 
+def read_file(folder: int, name: str) -> bytes:
+    with os.fdopen(os.open(name, FILE_FLAGS & ~os.O_NONBLOCK, dir_fd=folder), "rb") as file:
+        return file.read()
+
+
 def is_folder(folder: int, name: str) -> bool:
     try:
         return stat.S_ISDIR(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode)

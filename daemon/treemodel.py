@@ -41,12 +41,13 @@ class Folder:
 
 class TreeRefused(Exception):
     """The agent's tree cannot be copied as it is (over its bound; a folder this process cannot
-    read): the agent's doing, so a case on it fails with `line` in its log, never an internal
-    failure."""
+    read: `reason` the system's word for it): the agent's doing, so a case on it fails with
+    `line` in its log, never an internal failure."""
 
-    def __init__(self, line: str) -> None:
+    def __init__(self, line: str, reason: str | None = None) -> None:
         super().__init__(line)
         self.line = line
+        self.reason = reason
 
 
 def over_bound(limit: int, largest: tuple[int, str]) -> TreeRefused:

@@ -31,6 +31,7 @@ from ssebench.daemon.treefiles import (
     clear,
     is_folder,
     listing,
+    read_file,
     shown,
     writable,
 )
@@ -76,7 +77,10 @@ class Sync:
         self.gitignores: list[tuple[str, bytes]] = []
         self.stack: list[_Frame] = []
         self.prefix = ""  # the deepest folder's path ("a/b/"), the only one kept (see Folder)
-        self.source = Chain(os.open(source, DIR_FLAGS))
+        try:
+            self.source = Chain(os.open(source, DIR_FLAGS))
+        except PermissionError as exc:
+            self._refuse("", exc)
         try:
             self.target = Chain(os.open(target, DIR_FLAGS))
         except BaseException:
@@ -165,7 +169,7 @@ class Sync:
         if old != Seen.of(info) and self._copy(name, info) and node is not None:
             node.entries[name] = Seen.of(info)
             if first and name == ".gitignore" and kind == stat.S_IFREG:
-                self.gitignores.append((self._path(""), self._read_back(name)))
+                self.gitignores.append((self.prefix, read_file(self.target.fd, name)))
         return False
 
     def _count(self, name: str, info: os.stat_result) -> None:
@@ -260,11 +264,6 @@ class Sync:
             raise
         return True
 
-    def _read_back(self, name: str) -> bytes:
-        reader = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self.target.fd)
-        with os.fdopen(reader, "rb") as file:
-            return file.read()
-
     def _list(self) -> list[tuple[str, os.stat_result]]:
         try:
             return listing(self.source.fd)
@@ -289,10 +288,11 @@ class Sync:
         mode it set); any other error reading it is the machine's."""
         if not isinstance(exc, PermissionError):
             raise exc
-        path = self._path(name).rstrip("/") or "."
+        path = (self.prefix + name).rstrip("/") or "."
         raise TreeRefused(
             f"the source tree cannot be copied: {shown(path)} cannot be read "
-            f"({exc.strerror or exc}), so this case did not run"
+            f"({exc.strerror or exc}), so this case did not run",
+            exc.strerror or str(exc),
         ) from None
 
 

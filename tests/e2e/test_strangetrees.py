@@ -6,6 +6,7 @@ and the next sync always finishes the work."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import stat
@@ -193,10 +194,46 @@ def test_a_folder_the_agent_closed_is_copied_with_its_modes_by_a_root_daemon(
     assert (copy.path / "closed" / "x.c").read_text() == "int x = 2;\n"
 
 
-def test_a_folder_this_process_cannot_read_is_one_line_and_the_next_sync_takes_it(
-    user: CaseUser,
+CLOSED = (
+    "the source tree cannot be copied: {} cannot be read (Permission denied), so this case did "
+    "not run"
+)
+
+
+def _close(path: Path) -> Callable[[], object]:
+    return lambda: path.chmod(0)
+
+
+def _open(path: Path) -> Callable[[], object]:
+    return lambda: path.chmod(0o755)
+
+
+@pytest.mark.parametrize("closed", ["closed", "."])
+def test_what_the_agent_closes_to_a_non_root_daemon_is_one_line_and_the_next_sync_takes_it(
+    closed: str,
 ) -> None:
-    """A non-root daemon (when root: a process of its own as uid 1000, the tree's owner)."""
+    """A non-root daemon (when root: a process of its own as uid 1000, the tree's owner) and
+    a folder, or the whole tree, that the agent closed after it started."""
+    with _owned_tree() as agent:
+        folder = agent / closed
+        said = _syncs_as_the_owner(agent, [_close(folder), _open(folder)])
+    assert said == [
+        "synced: closed/x.c src/a.c",
+        f"TreeRefused: {CLOSED.format(closed)}",
+        "synced: closed/x.c src/a.c",
+    ]
+
+
+def test_a_folder_closed_to_the_daemon_as_it_starts_is_the_deployments_one_line() -> None:
+    """Not the agent's doing: the daemon stops at start (Cases makes it a ConfigError)."""
+    with _owned_tree() as agent:
+        (agent / "closed").chmod(0)
+        said = _syncs_as_the_owner(agent, [])
+    assert said == [f"SyncError: {CLOSED.format('closed')}"]
+
+
+@contextlib.contextmanager
+def _owned_tree() -> Iterator[Path]:
     base = Path(tempfile.mkdtemp())
     try:
         base.chmod(0o755)  # the way to the tree, open to its owner
@@ -205,23 +242,17 @@ def test_a_folder_this_process_cannot_read_is_one_line_and_the_next_sync_takes_i
         (agent / "src" / "a.c").write_text("int a;\n")
         (agent / "closed").mkdir()
         (agent / "closed" / "x.c").write_text("int x;\n")
-        (agent / "closed").chmod(0)
-        said = _syncs_as_the_owner(agent, fix=lambda: (agent / "closed").chmod(0o755))
-        assert said == [
-            "the source tree cannot be copied: closed cannot be read (Permission denied), so "
-            "this case did not run",
-            "synced: closed/x.c src/a.c",
-        ]
+        if ROOT:
+            for path in [agent, *agent.rglob("*")]:
+                os.lchown(path, 1000, 1000)
+        yield agent
     finally:
         subprocess.run(["rm", "-rf", str(base)], check=True)
 
 
-def _syncs_as_the_owner(agent: Path, fix: Callable[[], object]) -> list[str]:
-    """Two syncs of a copy of `agent` by a process of its owner (forked as uid 1000 when we
-    are root), `fix` run between them: what each said."""
-    if ROOT:
-        for path in [agent, *agent.rglob("*")]:
-            os.lchown(path, 1000, 1000)
+def _syncs_as_the_owner(agent: Path, steps: list[Callable[[], object]]) -> list[str]:
+    """What the syncs of a copy of `agent` by a process of its owner (forked as uid 1000 when
+    we are root) said: the daemon's first (`prepare`), then one after each step."""
     reading, writing = os.pipe()
     pid = os.fork() if ROOT else 0
     if pid == 0:
@@ -232,7 +263,7 @@ def _syncs_as_the_owner(agent: Path, fix: Callable[[], object]) -> list[str]:
                 os.setresgid(1000, 1000, 1000)
                 os.setresuid(1000, 1000, 1000)
                 tempfile.tempdir = tempfile.mkdtemp(dir="/tmp")
-            os.write(writing, _two_syncs(agent, fix).encode())
+            os.write(writing, "\0".join(_syncs(agent, steps)).encode())
         finally:
             if ROOT:
                 os._exit(0)
@@ -246,21 +277,22 @@ def _syncs_as_the_owner(agent: Path, fix: Callable[[], object]) -> list[str]:
     return said.split("\0")
 
 
-def _two_syncs(agent: Path, fix: Callable[[], object]) -> str:
+def _syncs(agent: Path, steps: list[Callable[[], object]]) -> list[str]:
     mine = RunnerCopy(agent, own_user())
     said = []
     try:
-        for _ in range(2):
+        for index in range(len(steps) + 1):
             try:
-                mine.sync()
+                mine.sync() if index else mine.prepare()
                 files = sorted(str(p.relative_to(mine.path)) for p in mine.path.rglob("*.c"))
                 said.append(f"synced: {' '.join(files)}")
             except (TreeRefused, SyncError) as exc:
-                said.append(str(exc))
-            fix()
+                said.append(f"{type(exc).__name__}: {exc}")
+            if index < len(steps):
+                steps[index]()
     finally:
         mine.close()
-    return "\0".join(said)
+    return said
 
 
 @pytest.mark.parametrize("where", ["/tmp", "/dev/shm"])
