@@ -14,7 +14,8 @@ import os
 import stat
 
 from ssebench.daemon.confine.policy import CaseUser
-from ssebench.daemon.treefiles import FILE_FLAGS, GONE
+from ssebench.daemon.confine.walk import GONE
+from ssebench.daemon.treefiles import FILE_FLAGS
 
 SPECIAL_BITS = stat.S_ISUID | stat.S_ISGID  # never carried: the copy is the case user's
 _STEP = 1 << 30

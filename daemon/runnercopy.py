@@ -32,9 +32,10 @@ from pathlib import Path
 
 from ssebench.core.gitignore import Ignore
 from ssebench.daemon.confine.policy import CaseUser, Limits
+from ssebench.daemon.confine.walk import DIR_FLAGS, entries
 from ssebench.daemon.guard import make_folder, remove_folder, remove_tree
 from ssebench.daemon.task import Task
-from ssebench.daemon.treefiles import DIR_FLAGS, entries, remove_path
+from ssebench.daemon.treefiles import remove_path
 from ssebench.daemon.treemodel import Folder, TreeRefused, over_bound
 from ssebench.daemon.treesync import Rules, Sync
 

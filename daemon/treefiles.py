@@ -1,69 +1,16 @@
 """Files of a tree, by descriptors and never through a link: what the runner copy's sync does
-to each (a case may have left a link where the sync writes), at any depth.
-
-A tree can be deeper than any path (an agent makes a 10,000-deep folder chain by relative
-names) and than the descriptors a process may hold, so a walk here holds one descriptor per
-tree, goes down by name and up by `..`, and checks on the way up that it came back to the
-folder it went down from: a folder moved meanwhile can never take it outside the tree.
-"""
+to each (a case may have left a link where the sync writes), at any depth (the walk itself is
+daemon/confine/walk.py's, which the trusted core measures a case's disk with)."""
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import stat
-from collections.abc import Iterator
 
-DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+from ssebench.daemon.confine.walk import DIR_FLAGS, Chain
+
 FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-# What opening an entry listed a moment ago says when it is gone or became something else.
-GONE = (errno.ENOENT, errno.ENOTDIR, errno.ELOOP)
-
-
-class Moved(OSError):
-    """A folder was moved while a walk was inside it: `..` is no longer where it came from."""
-
-    def __init__(self) -> None:
-        super().__init__(errno.ESTALE, "a folder was moved while it was copied")
-
-
-class Chain:
-    """One descriptor on a chain of folders of any depth: down by name (never through a link),
-    up by `..`, checked against the folder it went down from (its device and inode)."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        info = os.fstat(fd)
-        self._trail = [(info.st_dev, info.st_ino)]
-
-    @property
-    def depth(self) -> int:
-        return len(self._trail) - 1
-
-    def down(self, name: str) -> os.stat_result:
-        """Into the folder `name`; its status. OSError (and nothing moves) when it is none."""
-        inner = os.open(name, DIR_FLAGS, dir_fd=self.fd)
-        info = os.fstat(inner)
-        os.close(self.fd)
-        self.fd = inner
-        self._trail.append((info.st_dev, info.st_ino))
-        return info
-
-    def up(self) -> None:
-        """Back to the folder above; Moved when `..` is another folder than that one."""
-        outer = os.open("..", DIR_FLAGS, dir_fd=self.fd)
-        info = os.fstat(outer)
-        if (info.st_dev, info.st_ino) != self._trail[-2]:
-            os.close(outer)
-            raise Moved()
-        os.close(self.fd)
-        self.fd = outer
-        self._trail.pop()
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self.fd)
 
 
 def read_file(folder: int, name: str) -> bytes:
@@ -156,47 +103,6 @@ def _clear_files(folder: int) -> list[str]:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(entry.name, dir_fd=folder)
     return folders
-
-
-def entries(top: int) -> Iterator[tuple[int, str, os.stat_result, list[str]]]:
-    """Every entry below the folder `top` (not closed), depth first, however deep: the
-    descriptor of its folder, its name, its status (a link's own) and the names of the folders
-    on its way (the walk's own list: read it, keep none of it). What vanishes meanwhile is
-    left out."""
-    chain = Chain(os.dup(top))
-    try:
-        pending = [listing(chain.fd)]
-        folders: list[str] = []
-        while pending:
-            if not pending[-1]:
-                pending.pop()
-                if pending:
-                    chain.up()
-                    folders.pop()
-                continue
-            name, info = pending[-1].pop()
-            yield chain.fd, name, info, folders
-            if stat.S_ISDIR(info.st_mode):
-                try:
-                    chain.down(name)
-                except OSError as exc:
-                    if exc.errno in GONE:
-                        continue  # gone, or no longer a folder
-                    raise
-                pending.append(listing(chain.fd))
-                folders.append(name)
-    finally:
-        chain.close()
-
-
-def listing(folder: int) -> list[tuple[str, os.stat_result]]:
-    """The folder's entries and their status (a link's own), in the order the folder gives."""
-    found = []
-    with os.scandir(folder) as each:
-        for entry in each:
-            with contextlib.suppress(FileNotFoundError):
-                found.append((entry.name, entry.stat(follow_symlinks=False)))
-    return found
 
 
 def shown(path: str) -> str:

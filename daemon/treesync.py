@@ -22,19 +22,9 @@ from typing import NoReturn
 
 from ssebench.core.gitignore import Ignore
 from ssebench.daemon.confine.policy import CaseUser
+from ssebench.daemon.confine.walk import DIR_FLAGS, GONE, Chain, Moved, listing
 from ssebench.daemon.filecopy import carry, own
-from ssebench.daemon.treefiles import (
-    DIR_FLAGS,
-    GONE,
-    Chain,
-    Moved,
-    clear,
-    is_folder,
-    listing,
-    read_file,
-    shown,
-    writable,
-)
+from ssebench.daemon.treefiles import clear, is_folder, read_file, shown, writable
 from ssebench.daemon.treemodel import Folder, Seen, TreeRefused, over_bound
 
 CARRIED = (stat.S_IFDIR, stat.S_IFREG, stat.S_IFLNK)  # a FIFO, a socket, a device: git keeps none

@@ -19,8 +19,8 @@ import pytest
 
 from ssebench.daemon.confine.policy import CaseUser
 from ssebench.daemon.confine.user import own_user
+from ssebench.daemon.confine.walk import DIR_FLAGS
 from ssebench.daemon.runnercopy import RunnerCopy, SyncError, TreeRefused
-from ssebench.daemon.treefiles import DIR_FLAGS
 
 pytestmark = pytest.mark.timeout(120)
 ROOT = os.geteuid() == 0
