@@ -38,8 +38,10 @@ def session_folder() -> Path:
     the entry's mask to nothing. On a busy machine, with other sessions starting, a probe case
     was refused its own TMPDIR (`.../case/<id>/tmp/t: Permission denied`) and a build its
     runner copy. Here every session's folder lies in one that anyone may enter (0711) and
-    only these sessions make, and no session changes another's."""
-    parent = Path(tempfile.gettempdir()) / f"ssebench-pytest-{os.geteuid()}"
+    only these sessions make, and no session changes another's. Its name is the session's
+    pid (pytest empties it first): paths stay as short as pytest's own, for Unix sockets
+    (108 bytes) made in them, as Slurm's are."""
+    parent = Path(tempfile.gettempdir()) / f"ssebench-tests-{os.geteuid()}"
     with contextlib.suppress(FileExistsError):
         parent.mkdir(mode=0o711)
     info = parent.lstat()
@@ -47,14 +49,10 @@ def session_folder() -> Path:
         raise pytest.UsageError(f"{parent} is not a folder of this user's: remove it")
     if stat.S_IMODE(info.st_mode) != 0o711:
         parent.chmod(0o711)
-    ended = [
-        folder
-        for folder in parent.glob("session-*")
-        if not Path(f"/proc/{folder.name.split('-')[1]}").exists()
-    ]
+    ended = [folder for folder in parent.iterdir() if not Path(f"/proc/{folder.name}").exists()]
     for folder in sorted(ended, key=lambda f: f.stat().st_mtime)[:-KEPT_SESSIONS]:
         remove_tree(folder)  # a deep tree a failed test left too
-    return Path(tempfile.mkdtemp(prefix=f"session-{os.getpid()}-", dir=parent))
+    return parent / str(os.getpid())
 
 
 @pytest.fixture
