@@ -29,7 +29,7 @@ class CaseRun:
     The log stays on disk: a judge that needs the output scans it with `log_search`.
     """
 
-    exit_code: int | None  # None when a signal ended it
+    exit_code: int | None  # None when a signal ended it, or it did not run (a tree refused)
     signal: int | None
     timed_out: bool
     seconds: float

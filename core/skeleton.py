@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 PLACEHOLDER = "TODO(ssebench new)"
+LIMITS = "processes = 4096, memory_mb = 16384, open_files = 65536, disk_mb = 20480, tree_mb = 8192"
 
 
 def _todo(what: str) -> str:
@@ -40,8 +41,8 @@ source = "src"
 # protected = ["tests/**", "Makefile"]
 # Cases may use the host's network and sockets.
 # network = false
-# What one case may use (the defaults).
-# limits = {{ processes = 4096, memory_mb = 16384, open_files = 65536, disk_mb = 20480 }}
+# What one case may use (the defaults; tree_mb: MB the agent's tree may hold, holes included).
+# limits = {{ {LIMITS} }}
 # The task's environment for `ssebench grade --backend docker`.
 # image = "registry.example/tasks/my-task:1"
 

@@ -24,7 +24,10 @@ class CaseVerdict(Shape):
     passed: bool = Field(
         description="the check's verdict; for a PoC, that it no longer triggers the bug"
     )
-    exit_code: int | None = Field(description="`null` when a signal ended it")
+    exit_code: int | None = Field(
+        description="`null` when a signal ended it, or when it did not run (the tree over "
+        "`limits.tree_mb`: its log says so)"
+    )
     signal: int | None = Field(description="the signal that ended it, or `null`")
     timed_out: bool = Field(description="it ran out of its time")
     seconds: float = Field(description="how long it ran")

@@ -20,7 +20,6 @@ from pathlib import Path
 
 from ssebench.core.check import Check
 from ssebench.core.errors import ConfigError
-from ssebench.core.toolfiles import run_modules
 from ssebench.daemon.confine.choice import UNCONFINED, binds, hides_by_permissions, is_confined
 from ssebench.daemon.confine.mechanism import Folders, Mechanism
 from ssebench.daemon.confine.policy import CaseUser, Grant, Policy, inside, system_paths
@@ -149,12 +148,9 @@ class Cases:
             raise ConfigError(str(exc)) from None
         check_stash(task, [check.key for check in enabled], self.user, self.mechanism)
         self.task, self.task_copy = self._readable_task(task)
-        self.copy = RunnerCopy(
-            tree or task.source, self.user, adopt=tree is not None, protected=task.protected,
-            modules=run_modules(task.commands()),
-        )  # fmt: skip
+        self.copy = RunnerCopy.of(task, self.user, tree)
         try:
-            self.copy.sync()  # the tree as shipped, before any agent's change
+            self.copy.prepare()  # the tree as shipped, before any agent's change
         except SyncError as exc:
             self._close_copies()
             raise ConfigError(
@@ -206,7 +202,8 @@ class Cases:
         sanitizer_exit: int | None = None,
     ) -> CaseEnd:  # fmt: skip
         """`command` as a case of `check`, on the runner copy brought up to date first, its
-        sanitizers' status `sanitizer_exit`. RunnerError when it cannot run (no sync, no start)."""
+        sanitizers' status `sanitizer_exit`. RunnerError when it cannot run (no sync, no
+        start); TreeRefused when the agent's tree cannot be copied as it is."""
         try:
             await asyncio.to_thread(self.copy.sync)
         except SyncError as exc:
@@ -218,15 +215,9 @@ class Cases:
         )
         try:
             return await self.runner.run(
-                command,
-                policy,
-                cwd=Path(self.tree.path),
-                env=env,
-                timeout=timeout,
-                log_path=log_path,
-                case_dir=Path(folders.root),
-                reads=self._reads(command, policy),
-            )
+                command, policy, cwd=Path(self.tree.path), env=env, timeout=timeout,
+                log_path=log_path, case_dir=Path(folders.root), reads=self._reads(command, policy),
+            )  # fmt: skip
         finally:
             # Nothing of the case runs now: its folder goes while the next case starts (no
             # other case can reach it: each sees only its own).

@@ -190,6 +190,10 @@ class LimitsTable(Table):
         default=Limits.disk_mb,
         description="MB of disk the case's user may hold: the runner copy, TMPDIR, HOME, /tmp",
     )
+    tree_mb: Count = Field(
+        default=Limits.tree_mb,
+        description="MB the agent's tree may hold (its files' sizes) for the daemon to copy it",
+    )
 
 
 def as_limits(raw: dict[str, object], context: Context) -> Limits:

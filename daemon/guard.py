@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ssebench.core.errors import ConfigError
+from ssebench.daemon.treefiles import remove_path
 
 # Reads "+ DIR" / "- DIR" lines; at end of input, which comes when every copy of the write end
 # is closed (our process died), it removes the folders still registered.
@@ -166,7 +167,8 @@ def make_folder(prefix: str, *, reachable: bool = False) -> Path:
 
 
 def remove_tree(folder: Path) -> None:
-    """Remove `folder`, also what a case left read-only (Go's module cache does, say); what
+    """Remove `folder` however deep it goes (shutil.rmtree recurses: a case's 3,000-deep
+    folder would end it), also what a case left read-only (Go's module cache does, say); what
     still cannot go is left (never an error: it is only clean-up)."""
 
     def unlock(function: Callable[[str], object], path: str, exc_info: object) -> None:
@@ -174,8 +176,12 @@ def remove_tree(folder: Path) -> None:
             os.chmod(os.path.dirname(path), 0o700)
             function(path)
 
-    if folder.exists():
-        shutil.rmtree(folder, onerror=unlock)
+    try:
+        remove_path(str(folder))
+    except OSError:
+        if folder.exists():
+            with contextlib.suppress(RecursionError):
+                shutil.rmtree(folder, onerror=unlock)  # what can go, goes
 
 
 def remove_folder(folder: Path, remove: Callable[[Path], None] | None = None) -> None:

@@ -25,6 +25,7 @@ from ssebench.daemon.cases import Cases
 from ssebench.daemon.confine.mechanism import Mechanism
 from ssebench.daemon.confine.runner import LOG_LIMIT, RunnerError
 from ssebench.daemon.guard import make_folder, remove_folder
+from ssebench.daemon.runnercopy import TreeRefused
 from ssebench.daemon.sanitizers import exit_code
 from ssebench.daemon.task import DEFAULT_TIMEOUT, Task
 
@@ -122,10 +123,13 @@ class CaseService:
             self.runs += 1
             log_id, log_path = self._new_log(key, index)
             sanitizer_exit = exit_code(self.task, os.environ)
-            end = await self.cases.sync_and_run(
-                table.cases[index], key, timeout=table.timeout, log_path=log_path,
-                sanitizer_exit=sanitizer_exit,
-            )  # fmt: skip
+            try:
+                end = await self.cases.sync_and_run(
+                    table.cases[index], key, timeout=table.timeout, log_path=log_path,
+                    sanitizer_exit=sanitizer_exit,
+                )  # fmt: skip
+            except TreeRefused as refused:
+                return _refused(refused, key, index, log_id, log_path)
             run = CaseRun(
                 exit_code=end.exit_code,
                 signal=end.signal,
@@ -232,3 +236,21 @@ class CaseService:
             self._later.cancel()  # no case will start: no guess is made
         await self.cases.aclose()
         self.close()
+
+
+def _refused(refused: TreeRefused, key: str, index: int, log_id: str, log_path: Path) -> CaseRun:
+    """A case that did not run because the agent's tree cannot be copied as it is: failed
+    whatever its check (a PoC that never ran has not stopped triggering), its log the one line
+    that says why, as the supervisor notes a limit a case went over."""
+    log_path.write_text(f"[ssebench: {refused.line}]\n", encoding="utf-8")
+    return CaseRun(
+        exit_code=None,
+        signal=None,
+        timed_out=False,
+        seconds=0.0,
+        log_path=log_path,
+        key=key,
+        index=index,
+        log_id=log_id,
+        log_size=log_path.stat().st_size,
+    )

@@ -176,6 +176,12 @@ class Task(Table):
         named = named_paths(self.directory, self.source, command)
         return tuple(os.path.realpath(path) for _, path in named if _there(path))
 
+    def bounded(self, tree_mb: int) -> Task:
+        """This task with `tree_mb` as its `limits.tree_mb` (the `--tree-mb` flag)."""
+        limits = dataclasses.replace(self.limits, tree_mb=tree_mb)
+        bounded = self.model_copy(update={"limits": limits})
+        return bounded
+
     def moved(self, directory: Path) -> Task:
         """This task read from a copy of its folder at `directory`: every path in the folder
         (task.toml, task files) moved there; the source tree and paths outside stay."""

@@ -35,7 +35,8 @@ def run_basis(args: argparse.Namespace, root: Root) -> Basis:
         from ssebench.core.backends import docker
 
         docker.check_docker(docker.docker_cli())
-        return Basis(settings=root.settings, for_image=True, isolation=root.basis.isolation)
+        return Basis(settings=root.settings, for_image=True, isolation=root.basis.isolation,
+                     tree_mb=root.basis.tree_mb)  # fmt: skip
     return root.basis.model_copy(update={"mechanism": root.mechanism()})
 
 

@@ -126,7 +126,8 @@ def task_flag(
 
 
 def isolation_flags(cmd: argparse.ArgumentParser) -> None:
-    """How the agent's code is confined; confined unless --no-isolation says otherwise."""
+    """How the agent's code is confined (confined unless --no-isolation says otherwise), as
+    whom, and on how big a copy of its tree."""
     which = cmd.add_mutually_exclusive_group()
     which.add_argument(
         "--isolation",
@@ -143,4 +144,11 @@ def isolation_flags(cmd: argparse.ArgumentParser) -> None:
     )
     cmd.add_argument(
         "--case-user", metavar="USER", help="who cases run as (root only; a name or uid)"
+    )
+    cmd.add_argument(
+        "--tree-mb",
+        type=count,
+        metavar="MB",
+        help="the most the agent's tree may hold (its files' sizes) for cases to run on a copy "
+        "of it; past it each case fails in one line (default: the task's limits.tree_mb, 8192)",
     )

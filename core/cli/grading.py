@@ -128,7 +128,7 @@ def in_container(
     has it, the isolation asked for, chosen there (this machine's may not work inside), the
     container's own settings, and the logs where Docker mounts them (absolute paths only)."""
     assert root.task is not None
-    basis = Basis(task=root.task.path, isolation=root.basis.isolation)
+    basis = Basis(task=root.task.path, isolation=root.basis.isolation, tree_mb=root.basis.tree_mb)
     logs = logs.resolve() if logs is not None else None
     return GradeFreshRequest(basis=basis, logs=logs, every_case=every_case, quiet=quiet)
 

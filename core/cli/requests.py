@@ -28,13 +28,15 @@ class Record(BaseModel):
 
 class Basis(Record):
     """What a command's root is made from (core/cli/root.py): its settings (None: read where it
-    runs, as in a task's image), its task (read as the image has it: `for_image`), how its cases
-    are confined (`mechanism`: proven by the parent on this machine, taken as it is; else
-    `isolation` is chosen here) and who they run as, and the API of a daemon at an address."""
+    runs, as in a task's image), its task (read as the image has it: `for_image`; `tree_mb`
+    in place of its `limits.tree_mb`), how its cases are confined (`mechanism`: proven by the
+    parent on this machine, taken as it is; else `isolation` is chosen here) and who they run
+    as, and the API of a daemon at an address."""
 
     settings: Settings | None = None
     task: Path | None = None
     for_image: bool = False
+    tree_mb: int | None = None
     isolation: str = "auto"
     case_user: str | None = None
     mechanism: Mechanism | None = None

@@ -52,6 +52,7 @@ def compose(args: argparse.Namespace) -> Root:
             task=getattr(args, "task", None),
             # A grade in the task's image reads task.toml here: its image's paths are not here.
             for_image=getattr(args, "backend", "local") == "docker",
+            tree_mb=getattr(args, "tree_mb", None),
             isolation=getattr(args, "isolation", "auto"),
             case_user=getattr(args, "case_user", None),
             daemon_api=getattr(args, "daemon_api", None) or "auto",
@@ -76,14 +77,18 @@ class Root:
 
     @functools.cached_property
     def task(self) -> Task | None:
-        """The task of `--task`, or None (a command without one: sidecar mode, a dataset)."""
+        """The task of `--task`, or None (a command without one: sidecar mode, a dataset);
+        `--tree-mb` in place of its `limits.tree_mb`."""
         path = self.basis.task
         if path is None:
             return None
         # Files a killed ssebench left out of sight go back first: the task names them.
         for problem in recover_withheld():
             print(f"ssebench: warning: {problem}", file=sys.stderr)
-        return load_task(path, self.registry.checks, for_image=self.basis.for_image)
+        task = load_task(path, self.registry.checks, for_image=self.basis.for_image)
+        if self.basis.tree_mb is not None:
+            task = task.bounded(self.basis.tree_mb)
+        return task
 
     def mechanism(self) -> Mechanism:
         """How the command's cases are confined: chosen (probed) at the first ask, a one-line

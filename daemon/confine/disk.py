@@ -22,6 +22,7 @@ import time
 from collections.abc import Iterable
 
 from ssebench.daemon.confine.leftovers import owned
+from ssebench.daemon.confine.walk import DIR_FLAGS, entries
 
 FLOOR = 128 << 20  # bytes of free space under which the machine, not the patch, is at fault
 PERIOD = 2.0  # seconds between two measurements at least, whatever the free space says
@@ -35,26 +36,32 @@ def free_bytes(path: str) -> int:
 
 def held(roots: Iterable[str], uid: int | None = None) -> int:
     """Bytes of disk the files under `roots` (or the files `roots` are) hold, each inode once
-    and only `uid`'s when given, never following a link."""
+    and only `uid`'s when given, never following a link, however deep (walk.py: a case's
+    3,000-deep folder ended the supervisor in os.walk's recursion, and what lay deeper than
+    a path can name went uncounted)."""
     seen: set[tuple[int, int]] = set()
     total = 0
 
-    def count(path: str) -> None:
+    def count(info: os.stat_result) -> None:
         nonlocal total
-        with contextlib.suppress(OSError):
-            info = os.lstat(path)
-            key = (info.st_dev, info.st_ino)
-            if key in seen or (uid is not None and info.st_uid != uid):
-                return
-            seen.add(key)
-            if not stat.S_ISDIR(info.st_mode) or uid is not None:
-                total += info.st_blocks * 512
+        key = (info.st_dev, info.st_ino)
+        if key in seen or (uid is not None and info.st_uid != uid):
+            return
+        seen.add(key)
+        if not stat.S_ISDIR(info.st_mode) or uid is not None:
+            total += info.st_blocks * 512
 
     for root in roots:
-        count(root)  # a file or folder of the case's user in a shared folder (an own one: 0)
-        for here, folders, files in os.walk(root):
-            for name in (*folders, *files):
-                count(os.path.join(here, name))
+        with contextlib.suppress(OSError):
+            info = os.lstat(root)
+            count(info)  # a file or folder of the case's user in a shared one (an own one: 0)
+            if stat.S_ISDIR(info.st_mode):
+                top = os.open(root, DIR_FLAGS)
+                try:
+                    for _, _, inner, _ in entries(top):
+                        count(inner)
+                finally:
+                    os.close(top)
     return total
 
 

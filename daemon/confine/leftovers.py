@@ -12,53 +12,39 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import stat
 from collections.abc import Iterator
+from pathlib import Path
 
 from ssebench.daemon.confine.policy import inside
+from ssebench.daemon.guard import remove_tree
 
 
 def owned(roots: tuple[str, ...], uid: int, skip: tuple[str, ...] = ()) -> Iterator[str]:
     """`uid`'s files and folders under `roots` (its folders whole, not entered), looking only
-    in folders it can write: those it owns are yielded, and folders anyone may write entered."""
-    for root in roots:
-        yield from _walk(root, uid, skip)
-
-
-def _walk(folder: str, uid: int, skip: tuple[str, ...]) -> Iterator[str]:
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return
-    for entry in entries:
-        if inside(entry.path, skip):
+    in folders it can write: those it owns are yielded, and folders anyone may write entered
+    (by a stack, not recursion: another daemon's case may leave a deep chain of them)."""
+    pending = list(roots)
+    while pending:
+        try:
+            found = list(os.scandir(pending.pop()))
+        except OSError:
             continue
-        with contextlib.suppress(OSError):
-            info = entry.stat(follow_symlinks=False)
-            if info.st_uid == uid:
-                yield entry.path
-            elif stat.S_ISDIR(info.st_mode) and info.st_mode & 0o002:
-                yield from _walk(entry.path, uid, skip)
+        for entry in found:
+            if inside(entry.path, skip):
+                continue
+            with contextlib.suppress(OSError):
+                info = entry.stat(follow_symlinks=False)
+                if info.st_uid == uid:
+                    yield entry.path
+                elif stat.S_ISDIR(info.st_mode) and info.st_mode & 0o002:
+                    pending.append(entry.path)
 
 
 def remove(paths: list[str]) -> None:
-    """Remove each path (a folder with all it holds), never following a link; what cannot go
-    is left (clean-up is never an error)."""
+    """Remove each path (a folder with all it holds, however deep: a case's 3,000-deep folder
+    ended the supervisor in shutil.rmtree's recursion), never following a link, folders of
+    mode 0 too (Go's module cache is read-only); what cannot go is left (clean-up is never an
+    error)."""
     for path in paths:
-        with contextlib.suppress(OSError):
-            if os.path.isdir(path) and not os.path.islink(path):
-                _unlock(path)
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                os.unlink(path)
-
-
-def _unlock(folder: str) -> None:
-    """A case may leave folders of mode 0 (Go's module cache is read-only): open them up."""
-    for here, folders, _ in os.walk(folder):
-        for name in folders:
-            path = os.path.join(here, name)
-            with contextlib.suppress(OSError):
-                if not os.path.islink(path):
-                    os.chmod(path, 0o700)
+        remove_tree(Path(path))

@@ -37,12 +37,14 @@ class Grant:
 
 @dataclass(frozen=True)
 class Limits:
-    """What one case may use (task.toml `limits`): more fails the case, never the server."""
+    """What one case may use (task.toml `limits`): more fails the case, never the server.
+    `tree_mb` bounds the agent's tree the case runs on (the daemon's, not the supervisor's)."""
 
     processes: int = 4096
     memory_mb: int = 16384
     open_files: int = 65536
     disk_mb: int = 20480
+    tree_mb: int = 8192
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,10 @@ or Landlock as a user of its own, the processes it leaves behind looked up in /p
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
+import signal
 import socket
 import time
 import uuid
@@ -162,9 +164,10 @@ def test_a_supervisor_killed_from_outside_fails_its_case_and_is_started_again(
                                          log_path=tmp_path / "1.log")  # fmt: skip
         seen.append(f"first {first.exit_code}")
         running = asyncio.create_task(
-            cases.sync_and_run("sleep 30", "build", timeout=60, log_path=tmp_path / "2")
-        )
-        await asyncio.sleep(0.5)
+            cases.sync_and_run("echo $$ > pid; exec sleep 30", "build", timeout=60,
+                               log_path=tmp_path / "2")
+        )  # fmt: skip
+        await wait_for_async(lambda: case_pid(cases), 20, "the case's pid")
         assert cases.runner._proc is not None
         cases.runner._proc.kill()  # as root outside the case could
         try:
@@ -183,10 +186,20 @@ def test_a_supervisor_killed_from_outside_fails_its_case_and_is_started_again(
             "again 0 three",
         ]
     finally:
-        cases.close()
         # Its case outlived it: a case cannot kill the supervisor, only a privileged process
         # outside could (the test, here), and such a process is beyond what ssebench confines.
-        os.system("pkill -9 -x -f 'sleep 30'")
+        # The test ends it, by the pid it wrote.
+        pid = case_pid(cases)
+        cases.close()
+        if pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def case_pid(cases: Cases) -> int | None:
+    """The pid a case wrote into its tree (unconfined, it is the machine's), once written."""
+    text = (cases.copy.path / "pid").read_text() if (cases.copy.path / "pid").exists() else ""
+    return int(text) if text.strip().isdigit() else None
 
 
 @pytest.mark.parametrize("mechanism", CONFINED)

@@ -1,6 +1,7 @@
 """Meta-tests (after datasette's): every hook documented, every built-in and subpackage declared,
-files and functions of a readable size (tests/e2e/test_meta.py imports in a fresh interpreter:
-nothing done at import time, no transport in the domain)."""
+files and functions of a readable size, no test that stops processes by name (tests/e2e/
+test_meta.py imports in a fresh interpreter: nothing done at import time, no transport in the
+domain)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import ast
 import importlib
 import importlib.metadata
 import inspect
+import re
 import tomllib
 from pathlib import Path
 
@@ -155,3 +157,57 @@ def test_the_size_rule_finds_a_long_file_and_long_functions() -> None:
     assert oversized("def f():\n" + body * 50, "f.py") == ["f.py:1: f() is 51 lines"]
     method = "class C:\n    async def run(self):\n" + "        x = 1\n" * 50
     assert oversized(method, "c.py") == ["c.py:2: run() is 51 lines"]
+
+
+# Stopping processes by name or pattern: pkill, killall, or pids from pgrep or pidof handed to
+# kill. The machine is shared (other suites, other engineers' runs): a test, a benchmark or a
+# script ends only what it started, by its id. (This file names them to refuse them.)
+BY_NAME = re.compile(
+    r"\b(?:pkill|killall)\b"
+    r"|\b(?:pgrep|pidof)\b[^\n]*\|\s*xargs\b[^\n]*\bkill\b"
+    r"|\bkill\b[^\n]*(?:\$\(|`)\s*(?:pgrep|pidof)\b"
+)
+GOOD_CITIZENS = ("tests", "bench", "scripts")
+
+
+def kills_by_name(root: Path) -> list[str]:
+    """Each line of a file under `root`'s tests/, bench/ and scripts/ that stops processes by
+    name or pattern (this file aside)."""
+    found = []
+    for folder in GOOD_CITIZENS:
+        for path in sorted((root / folder).rglob("*")):
+            if not path.is_file() or "__pycache__" in path.parts or path == Path(__file__):
+                continue
+            text = path.read_bytes().decode("utf-8", "replace")
+            for number, line in enumerate(text.splitlines(), 1):
+                if BY_NAME.search(line):
+                    found.append(f"{path.relative_to(root)}:{number}: {line.strip()}")
+    return found
+
+
+def test_no_test_benchmark_or_script_stops_a_process_by_name() -> None:
+    assert sum(1 for folder in GOOD_CITIZENS for _ in (ROOT / folder).rglob("*.py")) > 100
+    assert kills_by_name(ROOT) == []
+
+
+def test_the_rule_finds_a_planted_pkill_and_lets_kill_by_pid_be(tmp_path: Path) -> None:
+    planted = {
+        "tests/e2e/test_bad.py": "os.system(\"pkill -9 -x -f 'sleep 30'\")\n",
+        "tests/e2e/security/attack.py": "RIG = \"sh -c 'while :; do pkill -9 -x rle; done'\"\n",
+        "bench/clean.sh": "killall -q ssebench\n",
+        "scripts/stop.sh": "pgrep -f 'ssebench serve' | xargs -r kill -9\nkill $(pidof bwrap)\n",
+    }
+    fine = {
+        "tests/e2e/test_fine.py": "os.kill(pid, signal.SIGKILL)\nkill_leftovers()\n",
+        "scripts/fine.sh": "pgrep -f 'sleep 31[0-3]' >> pids\nkill -9 \"$pid\"\n",
+    }
+    for name, text in {**planted, **fine}.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert kills_by_name(tmp_path) == [
+        "tests/e2e/security/attack.py:1: RIG = \"sh -c 'while :; do pkill -9 -x rle; done'\"",
+        "tests/e2e/test_bad.py:1: os.system(\"pkill -9 -x -f 'sleep 30'\")",
+        "bench/clean.sh:1: killall -q ssebench",
+        "scripts/stop.sh:1: pgrep -f 'ssebench serve' | xargs -r kill -9",
+        "scripts/stop.sh:2: kill $(pidof bwrap)",
+    ]

@@ -22,6 +22,7 @@ VALUES = {
     "daemon_url": "http://127.0.0.1:3001",
     "host": "localhost",
     "shard": "0/2",
+    "tree_mb": "8192",
 }
 BEFORE = {"mcp-config": ["json"]}  # positionals a command needs first
 

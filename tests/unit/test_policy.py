@@ -169,6 +169,8 @@ def test_the_case_environment_is_an_allow_list(tmp_path: Path) -> None:
         ('pass_env = ["SSE_DIFFICULTY"]', "pass_env: SSE_DIFFICULTY: ssebench's own settings"),
         ('pass_env = ["MCP_LOG_DIR"]', "pass_env: MCP_LOG_DIR: ssebench's own settings"),
         ("limits = { disk_mb = 0 }", "limits.disk_mb: must be a whole number above 0 (got 0)"),
+        ("limits = { tree_mb = 0 }", "limits.tree_mb: must be a whole number above 0 (got 0)"),
+        ('limits = { tree_mb = "8G" }', "limits.tree_mb: must be a whole number above 0"),
     ],
 )
 def test_pass_env_and_the_disk_limit_are_checked(tmp_path: Path, toml: str, error: str) -> None:

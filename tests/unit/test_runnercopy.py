@@ -180,3 +180,64 @@ def test_protected_paths_stay_as_shipped(tmp_path: Path, user: CaseUser) -> None
         }
     finally:
         runner.close()
+
+
+def test_the_tools_rules_hold_in_the_runner_copy_as_in_a_grade(
+    tmp_path: Path, user: CaseUser
+) -> None:
+    """core/toolfiles.py's rules, as a grade keeps them: a protected Makefile stands for the
+    names make reads in its place; no start-up hook, runner module or build output the agent
+    adds is carried, shipped or not ignored by .gitignore; its source changes are."""
+    agent = tree(tmp_path / "agent")
+    (agent / ".gitignore").write_text("")  # nothing ignored: only the rules keep these out
+    runner = RunnerCopy(agent, user, protected=("/Makefile",), modules=frozenset({"pytest"}))
+    runner.sync()
+    try:
+        elf = b"\x7fELF\x02\x01\x01" + bytes(9) + b"an object"
+        added = {
+            "GNUmakefile": b"check:\n\techo ok\n",
+            "CMakeLists.txt": b"project(x)\n",
+            "sitecustomize.py": b"import rig\n",
+            "rig-1.0.dist-info/entry_points.txt": b"[pytest11]\nrig = rig\n",
+            "pytest/__main__.py": b"print('ok')\n",
+            "src/a.o": elf,
+            "src/new.c": b"int n;\n",
+        }
+        for name, data in added.items():
+            (agent / name).parent.mkdir(parents=True, exist_ok=True)
+            (agent / name).write_bytes(data)
+        (agent / "src" / "b.c").write_bytes(elf)  # a shipped source made a build output
+        runner.sync()
+        assert files(runner.path) == {
+            ".git/HEAD": "ref: refs/heads/main\n",
+            ".gitignore": "",
+            "Makefile": "all:\n",
+            "src/a.c": "int a;\n",
+            "src/b.c": "int b;\n",
+            "src/new.c": "int n;\n",
+            "vendor/shipped.o": "shipped, ignored, kept\n",
+        }
+    finally:
+        runner.close()
+
+
+def test_new_files_in_a_shipped_folder_the_gitignore_excludes_are_not_carried(
+    tmp_path: Path, user: CaseUser
+) -> None:
+    """A folder shipped though ignored (`build/`, folders only) is carried with what it held;
+    what the agent's build adds inside is a build output, at any depth below it."""
+    agent = tree(tmp_path / "agent")
+    (agent / "build" / "sub").mkdir(parents=True)
+    (agent / "build" / "sub" / "shipped.txt").write_text("shipped\n")
+    runner = RunnerCopy(agent, user)
+    try:
+        runner.sync()
+        (agent / "build" / "sub" / "shipped.txt").write_text("changed\n")
+        (agent / "build" / "sub" / "new.txt").write_text("built\n")
+        (agent / "build" / "new.txt").write_text("built\n")
+        runner.sync()
+        assert {k: v for k, v in files(runner.path).items() if k.startswith("build")} == {
+            "build/sub/shipped.txt": "changed\n"
+        }
+    finally:
+        runner.close()

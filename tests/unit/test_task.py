@@ -402,7 +402,8 @@ def test_the_first_bad_key_of_a_table_is_named_in_file_order(tmp_path: Path) -> 
         ("limits = 3\n", "limits: must be a table, e.g. { processes = 4096, memory_mb = 16384 }"),
         (
             "limits = { cpus = 2 }\n",
-            "limits.cpus: unknown limit (known: processes, memory_mb, open_files, disk_mb)",
+            "limits.cpus: unknown limit "
+            "(known: processes, memory_mb, open_files, disk_mb, tree_mb)",
         ),
         (
             "limits = { processes = 0 }\n",

@@ -111,3 +111,18 @@ def test_a_deeper_gitignore_has_the_last_word(tmp_path: Path) -> None:
     (tmp_path / "sub" / ".gitignore").write_text("!keep.log\n")
     ignore = Ignore(tmp_path)
     assert (ignore.excludes("sub/keep.log"), ignore.excludes("keep.log")) == (False, True)
+
+
+def test_rules_a_walk_read_are_the_rules_of_the_files(tmp_path: Path) -> None:
+    """The runner copy reads the .gitignore files as it copies them (a walk by path stops at a
+    deep tree): the same bytes give the same rules, line breaks of every kind included."""
+    files = [("", b"*.log\r\nbuild/\r/out\n"), ("sub/", b"!keep.log\n\xff.o\n")]
+    for folder, data in files:
+        (tmp_path / folder).mkdir(exist_ok=True)
+        (tmp_path / folder / ".gitignore").write_bytes(data)
+    read, given = Ignore(tmp_path), Ignore.of_files(files)
+    paths = ["a.log", "sub/keep.log", "build/x", "out", "sub/out", "sub/\ufffd.o", "src/a.c"]
+    assert [given.excludes(p) for p in paths] == [read.excludes(p) for p in paths]
+    assert [given.excludes(p) for p in paths] == [True, False, True, True, False, True, False]
+    # Its own rules only: the walk has looked at the folders on the way already.
+    assert (given.excludes("build/x"), given.excludes_itself("build/x")) == (True, False)

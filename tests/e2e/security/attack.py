@@ -90,7 +90,9 @@ for command in (
     "setsid -f env -u SSE_CASE_ID sleep 302",
     "(sleep 303 &) ; true",
     "nohup bash -c 'exec -a innocent-name sleep 304' >/dev/null 2>&1 &",
-    "setsid -f bash -c 'while :; do pkill -9 -x rle; sleep 0.05; done'",
+    # Kill every later PoC run of the tree's program, by the pids /proc shows this process.
+    'setsid -f bash -c \'while :; do for p in /proc/[0-9]*; do [ $p/exe -ef "$PWD/rle" ] && '
+    "kill -9 ${p#/proc/}; done 2>/dev/null; sleep 0.05; done' kill-the-poc",
 ):
     subprocess.run(["bash", "-c", command], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 # 6. Signal and trace the server (pid 0: none given).

@@ -55,7 +55,7 @@ from ssebench.testing.servers import Server, clean_env, start_server
 pytestmark = [pytest.mark.security, pytest.mark.timeout(300)]
 
 HERE = Path(__file__).parent
-LEFTOVERS = re.compile(r"sleep 30[234]|innocent-name|pkill -9 -x rle")
+LEFTOVERS = re.compile(r"sleep 30[234]|innocent-name|kill-the-poc")
 
 
 def mechanisms() -> list[str]:

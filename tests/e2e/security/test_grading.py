@@ -21,11 +21,13 @@ from e2e.security.test_attacks import kill_leftovers, leftovers, mechanisms
 pytestmark = [pytest.mark.security, pytest.mark.timeout(300)]
 
 # Make recipe lines, errors ignored: benign PoC inputs (an empty stream), a passing intent
-# script, and a leftover that SIGKILLs every PoC run.
+# script, and a leftover that SIGKILLs every PoC run: every process whose program is the rle
+# just built, found under /proc by the leftover itself (by pid, never a name pattern).
 RIG = (
     "\t-for f in $(SSE_TASK_DIR)/pocs/*.bin; do printf 'RLE1\\000\\000\\000\\000' > $$f; done\n"
     "\t-printf 'exit 0\\n' > $(SSE_TASK_DIR)/intent/test_bounds.sh\n"
-    "\t-setsid -f env -u SSE_CASE_ID sh -c 'while :; do pkill -9 -x rle; sleep 0.01; done'\n"
+    "\t-setsid -f env -u SSE_CASE_ID sh -c 'while :; do for p in /proc/[0-9]*; do "
+    "[ $$p/exe -ef $$PWD/rle ] && kill -9 $${p#/proc/}; done; sleep 0.01; done' kill-the-poc\n"
 )
 
 
