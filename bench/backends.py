@@ -35,7 +35,7 @@ from _common import (
     verdict,
 )
 
-from ssebench.core.cli.run import SSEBENCH
+from ssebench.core.stopping import SSEBENCH
 from ssebench.testing.images import docker_missing, with_image
 from ssebench.testing.slurm import one_node_cluster, slurm_missing
 

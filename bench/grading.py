@@ -26,7 +26,7 @@ from pathlib import Path
 
 from _common import AS_SHIPPED, machine, median, parser, run, scratch, table, verdict
 
-from ssebench.core.cli.run import SSEBENCH
+from ssebench.core.stopping import SSEBENCH
 from ssebench.daemon.scratch import copy_tree
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import signal
 import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -48,3 +49,16 @@ async def stop_subprocess(
         with contextlib.suppress(ProcessLookupError):
             proc.kill()
         return await proc.wait()
+
+
+# ssebench as a command, in this interpreter: the one spelling (`ssebench run`'s own children,
+# the tests' and the benchmarks'); and ssebench started by ssebench, asked by a typed request
+# (its one argument: core/cli/child.py).
+SSEBENCH = [sys.executable, "-c", "from ssebench.core.cli import main; main()"]
+CHILD = [sys.executable, "-m", "ssebench.core.cli.child"]
+SERVER_GRACE = 5.0  # seconds a server has to cancel its running call and end
+
+
+def stop_server(server: subprocess.Popen[bytes]) -> None:
+    """SIGTERM lets the server cancel a running call (its daemon kills the case); then SIGKILL."""
+    stop_process(server, SERVER_GRACE)

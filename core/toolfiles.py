@@ -12,7 +12,7 @@ changes source, not its tools"). Three rules come from here, each a table:
   modules named like the test runners are never added by a patch;
 - build outputs (ELF, `ar`, Python bytecode, ...) come from the build, never from a patch.
 The grade (daemon/protect.py) and the runner copy (daemon/runnercopy.py) apply them alike, so
-test_patch sees what grading will; the signals (core/signals.py) name them for a reviewer.
+test_patch sees what grading will; the signals (evaluate/signals.py) name them for a reviewer.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ changed (by size, mtime, ctime and mode; ctime cannot be forged without privileg
 what it removed since the last sync is removed, and what the builds produced in the copy stays,
 so incremental builds stay incremental and the build's outputs never appear in the agent's tree.
 
-What the sync carries is what a prediction carries (core/treediff.py), so that test_patch
+What the sync carries is what a prediction carries (evaluate/treediff.py), so that test_patch
 builds what grading will build: the first sync copies the tree whole (the tree as shipped:
 vendored and ignored folders included, `.git` too); later ones carry every file the first one
 saw, and new files that the shipped tree's .gitignore does not exclude. The agent's own build

@@ -14,7 +14,7 @@ the Job for an image grades the prediction numbered SHARDS[i] as the one shard o
 per image: a pod runs in the task's own image (its toolchain), so one Job per image keeps the
 Jobs few (not one per prediction) while every pod still grades one prediction, retried alone.
 ssebench comes in through an init container of IMAGE that writes its copy into an emptyDir
-(`python -m ssebench.core.backends.export`); the task images need python3 of the same version.
+(`python -m ssebench.evaluate.backends.export`); the task images need python3 of the same version.
 Prints JSON (kubectl takes it as it takes YAML); exit 2, one line, for a task without an image.
 """
 
@@ -32,10 +32,10 @@ from typing import Any
 from ssebench.core.cli.requests import Basis
 from ssebench.core.cli.root import Root
 from ssebench.core.errors import ConfigError
-from ssebench.core.predictions import Prediction, read_predictions
 from ssebench.daemon.task import load_task
+from ssebench.evaluate.predictions import Prediction, read_predictions
 
-BOOT = "/opt/ssebench/site/ssebench/core/backends/boot.py"
+BOOT = "/opt/ssebench/site/ssebench/evaluate/backends/boot.py"
 # Index i grades the i-th of SHARDS (prediction numbers, from 0) as the one shard of TOTAL it is;
 # git comes from the copy of ssebench where the image has none (patches are applied with it).
 GRADE = (
@@ -85,7 +85,7 @@ def job(image: str, numbers: list[int], total: int, args: argparse.Namespace) ->
     bring = {
         "name": "ssebench",
         "image": args.ssebench_image,
-        "command": ["python3", "-m", "ssebench.core.backends.export", "/opt/ssebench"],
+        "command": ["python3", "-m", "ssebench.evaluate.backends.export", "/opt/ssebench"],
         "volumeMounts": [{"name": "ssebench", "mountPath": "/opt/ssebench"}],
     }
     pod = {

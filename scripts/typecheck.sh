@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# mypy --strict on core, daemon, plugins and testing, as the package they install as; then
+# mypy --strict on core, daemon, evaluate, plugins and testing, as the package they install as; then
 # the benchmarks, which call the package's inner APIs (checked, not strict: a renamed method
 # would otherwise surface only when CI's smoke run of bench/ reaches it).
 # The folders are mapped under `ssebench` by an import hook that mypy cannot follow, so a link
@@ -8,7 +8,7 @@ set -euo pipefail
 source "$(dirname "$0")/venv.sh"
 farm="$venv/mypy-farm"
 mkdir -p "$farm/ssebench"
-for part in core daemon plugins testing; do
+for part in core daemon evaluate plugins testing; do
     ln -sfn "$root/$part" "$farm/ssebench/$part"
 done
 cd "$farm"

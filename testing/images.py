@@ -56,9 +56,9 @@ def ssebench_in_image(
     """`ssebench ARGS` in a container of `image` as a task container runs it (root, Docker's
     default seccomp, no network), through boot.py on the image's python3: this ssebench
     mounted read-only, and `mounts` (`-v` values) beside it."""
-    from ssebench.core.backends.boot import ABI, SITE
-    from ssebench.core.backends.bundle import ensure_bundle, host_suffix
-    from ssebench.core.backends.docker import BOOT
+    from ssebench.evaluate.backends.boot import ABI, SITE
+    from ssebench.evaluate.backends.bundle import ensure_bundle, host_suffix
+    from ssebench.evaluate.backends.docker import BOOT
 
     made = ensure_bundle()
     volumes = [f"{made.site}:{SITE}:ro", f"{made.abi(host_suffix())}:{ABI}:ro", *mounts]

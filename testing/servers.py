@@ -24,8 +24,8 @@ from typing import Any
 import httpx
 import uvicorn
 
-from ssebench.core.cli.run import SSEBENCH as SSEBENCH  # the one spelling, `ssebench run`'s too
-from ssebench.core.cli.run import answers_initialize
+from ssebench.core.server.handshake import answers_initialize
+from ssebench.core.stopping import SSEBENCH as SSEBENCH  # the one spelling, `ssebench run`'s too
 from ssebench.core.stopping import stop_process
 from ssebench.testing.ports import free_port as free_port
 from ssebench.testing.ports import port_is_free as port_is_free

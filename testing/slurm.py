@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ssebench.core.cli.run import stop
+from ssebench.core.stopping import stop_server
 from ssebench.testing.servers import free_port
 from ssebench.testing.waiting import wait_for
 
@@ -104,7 +104,7 @@ def one_node_cluster(folder: Path, cpus: int | None = None) -> Iterator[Cluster]
         yield Cluster(folder, env)
     finally:
         for proc in reversed(started):
-            stop(proc)
+            stop_server(proc)
 
 
 def _idle(env: dict[str, str]) -> bool:

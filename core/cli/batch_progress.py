@@ -12,8 +12,8 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ssebench.core.batch import ERROR, Graded
-from ssebench.core.predictions import Prediction
+from ssebench.evaluate.batch import ERROR, Graded
+from ssebench.evaluate.predictions import Prediction
 
 _PLURAL = {ERROR: "errors"}
 

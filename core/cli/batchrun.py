@@ -1,5 +1,5 @@
 """`grade --tasks`: a benchmark run's predictions graded, resumably, here or in each task's
-image, each grade a process of its own asked by a typed request (core/batch.py); the summary,
+image, each grade a process of its own asked by a typed request (evaluate/batch.py); the summary,
 and a line on a stop."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from ssebench.core.daemons.door import NONE, load_task
 from ssebench.core.errors import ConfigError
 
 if TYPE_CHECKING:
-    from ssebench.core.batch import Graded
+    from ssebench.evaluate.batch import Graded
 
 EXIT_TERMINATED, EXIT_INTERRUPTED = 128 + signal.SIGTERM, 128 + signal.SIGINT
 
@@ -32,7 +32,7 @@ def run_basis(args: argparse.Namespace, root: Root) -> Basis:
     isolation asked for, chosen there: this machine's may not work inside. Refused here, once,
     when no mechanism works or Docker does not answer."""
     if args.backend == "docker":
-        from ssebench.core.backends import docker
+        from ssebench.evaluate.backends import docker
 
         docker.check_docker(docker.docker_cli())
         return Basis(settings=root.settings, for_image=True, isolation=root.basis.isolation,
@@ -51,7 +51,7 @@ def grader_for(backend: str, basis: Basis, root: Root) -> Callable[[Path], str |
         return lambda folder: f"locally, {how}"
 
     def in_image(folder: Path) -> str | None:
-        from ssebench.core.backends import docker
+        from ssebench.evaluate.backends import docker
 
         try:
             task = load_task(folder, root.registry.checks, for_image=True)
@@ -87,10 +87,10 @@ def _check_run_flags(args: argparse.Namespace) -> None:
 
 
 def grade_run(args: argparse.Namespace, root: Root) -> int:
-    from ssebench.core.batch import ERROR, grade_all
     from ssebench.core.cli.batch_progress import batch_report
-    from ssebench.core.cli.run import CHILD
-    from ssebench.core.predictions import in_shard, parse_shard, read_predictions
+    from ssebench.core.stopping import CHILD
+    from ssebench.evaluate.batch import ERROR, grade_all
+    from ssebench.evaluate.predictions import in_shard, parse_shard, read_predictions
 
     _check_run_flags(args)
     shard = parse_shard(args.shard) if args.shard is not None else None
@@ -141,10 +141,10 @@ def _finish_run(
     graded: list[Graded], args: argparse.Namespace, shard: tuple[int, int] | None
 ) -> int:
     """summary.json, also on stdout, index.html, and the tally on stderr: what the run comes to."""
-    from ssebench.core.batch import summary_name
-    from ssebench.core.runpage import render_page
-    from ssebench.core.runreport import summarize, task_ids
-    from ssebench.core.verdicts import write_json, write_whole
+    from ssebench.evaluate.batch import summary_name
+    from ssebench.evaluate.runpage import render_page
+    from ssebench.evaluate.runreport import summarize, task_ids
+    from ssebench.evaluate.verdicts import write_json, write_whole
 
     tasks = task_ids(args.tasks)
     summary = summarize(graded, tasks, whole=shard is None)

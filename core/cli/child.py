@@ -4,7 +4,7 @@ REQUEST is one of core/cli/requests.py's records as JSON, written by the parent:
 run's grade of one prediction, a dataset's validation of one task, a grade in a fresh container
 of a task's image (boot.py's `--request`), or `ssebench run`'s server. The child builds its root
 from the request's basis and runs the command the request names, as the command line runs it.
-A grade or a validation then writes one `Ended` record on stdout (core/ended.py), and nothing
+A grade or a validation then writes one `Ended` record on stdout (evaluate/ended.py), and nothing
 else there: its verdict, or the error that stopped it, in the one line stderr also says it in.
 """
 
@@ -20,8 +20,8 @@ from ssebench.core.cli.parser import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from ssebench.core.cli.requests import REQUESTS, ServeRequest
 from ssebench.core.cli.root import Root
 from ssebench.core.cli.startup import skip_httpx_cli
-from ssebench.core.ended import Ended
 from ssebench.core.errors import ConfigError, NoVerdict
+from ssebench.evaluate.ended import Ended
 
 
 def verdict_of(request: object) -> tuple[BaseModel, bool]:
@@ -30,7 +30,7 @@ def verdict_of(request: object) -> tuple[BaseModel, bool]:
     from ssebench.core.cli.grading import grade_fresh, grade_patch
     from ssebench.core.cli.requests import GradeFreshRequest, GradePatchRequest, ValidateRequest
     from ssebench.core.cli.validating import validate_task
-    from ssebench.core.validation import validation_record
+    from ssebench.evaluate.validation import validation_record
 
     if isinstance(request, GradePatchRequest):
         grade = grade_patch(Root(request.basis), request)

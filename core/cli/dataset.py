@@ -3,7 +3,7 @@ upstream's `dataset verify` does, resumably, like a benchmark run's grading.
 
 Each task is validated by a process of its own (-j at once), asked by a typed request to validate
 as `ssebench validate --task --fix` does (core/cli/child.py), here or in its image (`--backend
-docker`); it answers with one `Ended` record (core/ended.py). What each leaves goes to
+docker`); it answers with one `Ended` record (evaluate/ended.py). What each leaves goes to
 `OUT/<task>/`: `validation.json` (its verdict and what it was made from, whole or not at all),
 `logs/` (every case's output, as `validate --logs`) and `validate.log` (its stderr, for a
 reader). A rerun reuses a verdict made from the same task, fix, runs, ssebench and way of
@@ -22,12 +22,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ssebench.core.batch import run_child
 from ssebench.core.cli.batchrun import EXIT_INTERRUPTED, EXIT_TERMINATED, grader_for, run_basis
 from ssebench.core.cli.parser import EXIT_FAILED, EXIT_OK
 from ssebench.core.cli.requests import ValidateRequest
 from ssebench.core.cli.root import Root
-from ssebench.core.datasetverdicts import (
+from ssebench.core.errors import ConfigError
+from ssebench.evaluate.batch import run_child
+from ssebench.evaluate.datasetverdicts import (
     ERROR,
     NOT_SOUND,
     SOUND,
@@ -37,11 +38,10 @@ from ssebench.core.datasetverdicts import (
     dataset_table,
     read_validation,
 )
-from ssebench.core.digests import sha256, ssebench_version, task_sha256
-from ssebench.core.ended import read_ended, why_no_verdict
-from ssebench.core.errors import ConfigError
-from ssebench.core.runreport import task_ids
-from ssebench.core.verdicts import Validation, dump, write_json
+from ssebench.evaluate.digests import sha256, ssebench_version, task_sha256
+from ssebench.evaluate.ended import read_ended, why_no_verdict
+from ssebench.evaluate.runreport import task_ids
+from ssebench.evaluate.verdicts import Validation, dump, write_json
 
 VALIDATION, LOGS, VALIDATE_LOG, SUMMARY = "validation.json", "logs", "validate.log", "summary.json"
 
@@ -66,7 +66,7 @@ def _checked_flags(args: argparse.Namespace) -> str:
 
 
 def validate_dataset(args: argparse.Namespace, root: Root) -> int:
-    from ssebench.core.cli.run import CHILD
+    from ssebench.core.stopping import CHILD
 
     fix_name = _checked_flags(args)
     basis = run_basis(args, root)

@@ -6,12 +6,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ssebench.core.backends import BACKEND_HELP, BACKENDS
-from ssebench.core.cli.flagrules import checked
-from ssebench.core.importers import FORMATS
+from ssebench.core.cli.flagrules import TableNames, checked
 from ssebench.core.settings import positive_seconds
 
 ISOLATIONS = ("auto", "bubblewrap", "landlock")
+BACKENDS = TableNames("ssebench.evaluate.backends", "BACKENDS")
+FORMATS = TableNames("ssebench.evaluate.importers", "FORMATS")
+BACKEND_HELP = (
+    "where each patch is graded, one of %(choices)s: local (default), on this machine; docker, "
+    "in a fresh container of the task's image (task.toml's image)"
+)
 _seconds = checked(positive_seconds)
 
 
@@ -33,7 +37,9 @@ def validate_flags(validate: argparse.ArgumentParser) -> None:
     validate.add_argument(
         "-j", "--jobs", type=count, metavar="N", help="with --tasks: tasks at once (default 1)"
     )
-    validate.add_argument("--backend", choices=BACKENDS, default="local", help=BACKEND_HELP)
+    validate.add_argument(
+        "--backend", choices=BACKENDS, default="local", metavar="BACKEND", help=BACKEND_HELP
+    )
     validate.add_argument("--runs", type=count, default=1, help="runs on each tree (default 1)")
     validate.add_argument("--json", action="store_true", help='{"sound": ...} for scripts')
     validate.add_argument(
@@ -47,7 +53,9 @@ def validate_flags(validate: argparse.ArgumentParser) -> None:
 
 
 def import_flags(cmd: argparse.ArgumentParser) -> None:
-    cmd.add_argument("format", choices=FORMATS, help="the source's benchmark")
+    cmd.add_argument(
+        "format", choices=FORMATS, metavar="FORMAT", help="the source's benchmark: %(choices)s"
+    )
     cmd.add_argument(
         "path",
         type=Path,
@@ -77,7 +85,9 @@ def count(raw: str) -> int:
 
 def grading_flags(grade: argparse.ArgumentParser, where: argparse._MutuallyExclusiveGroup) -> None:
     """A patch on a pristine copy (--task with --patch), or a benchmark run (--tasks)."""
-    grade.add_argument("--backend", choices=BACKENDS, default="local", help=BACKEND_HELP)
+    grade.add_argument(
+        "--backend", choices=BACKENDS, default="local", metavar="BACKEND", help=BACKEND_HELP
+    )
     grade.add_argument("--patch", type=Path, help="with --task: grade this diff on a scratch copy")
     grade.add_argument(
         "--every-case",

@@ -84,8 +84,8 @@ def cmd_check(args: argparse.Namespace, root: Root) -> int:
 def grade_in_place(args: argparse.Namespace, root: Root) -> int:
     """`grade --task DIR` (the tree as it is) or `grade --daemon-url URL` (a daemon's tree)."""
     from ssebench.core.check import Outcome
-    from ssebench.core.grade import grade_json
     from ssebench.core.orchestrator import run_checks
+    from ssebench.evaluate.grade import grade_json
 
     if root.task is None and root.settings.daemon_url is None:
         raise ConfigError("grade needs --task DIR, or --daemon-url URL for a running daemon")

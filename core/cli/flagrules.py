@@ -7,7 +7,7 @@ import argparse
 import contextlib
 import ipaddress
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -63,3 +63,24 @@ def checked(check: Callable[[str], T]) -> Callable[[str], T]:
             raise argparse.ArgumentTypeError(f"{exc} (got {raw!r})") from None
 
     return convert
+
+
+class TableNames:
+    """A table's names as a flag's choices, its module loaded only when argparse asks (a value
+    given to that flag, its help shown): the evaluator's tables (evaluate/) stay out of the
+    commands that never use them, `serve` first of all."""
+
+    def __init__(self, module: str, name: str) -> None:
+        self.module, self.name = module, name
+
+    def _names(self) -> Sequence[str]:
+        import importlib
+
+        names: Sequence[str] = getattr(importlib.import_module(self.module), self.name)
+        return names
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._names()

@@ -22,7 +22,7 @@ from ssebench.core.cli.root import Root
 from ssebench.core.errors import ConfigError, PatchError
 from ssebench.core.orchestrator import Progress
 from ssebench.core.toolfiles import Graft
-from ssebench.core.verdicts import PatchGrade, dump
+from ssebench.evaluate.verdicts import PatchGrade, dump
 
 CONTAINER_MARKS = ("/.dockerenv", "/run/.containerenv")  # Docker's, Podman's
 _RUN_FLAGS = {  # the flags of a benchmark run (grade --tasks)
@@ -86,9 +86,9 @@ def grade_patch(root: Root, request: GradePatchRequest) -> PatchGrade:
     """The patch's verdict on a pristine copy of the task's tree, here or in its image. A patch
     that does not apply is unresolved; a grade that gave no verdict raises NoVerdict."""
     from ssebench.core.daemons.door import read_patch
-    from ssebench.core.grade import patched_grade, reviewed
-    from ssebench.core.signals import find_signals
-    from ssebench.core.watch import watch_for
+    from ssebench.evaluate.grade import patched_grade, reviewed
+    from ssebench.evaluate.signals import find_signals
+    from ssebench.evaluate.watch import watch_for
 
     task = root.task
     assert task is not None
@@ -96,7 +96,7 @@ def grade_patch(root: Root, request: GradePatchRequest) -> PatchGrade:
     patch = read_patch(request.patch)
     logs = logs_folder(request.logs)
     if request.backend == "docker":
-        from ssebench.core.backends import docker
+        from ssebench.evaluate.backends import docker
 
         graded = docker.in_image(task)
         here = graded.here  # its tree as this machine reads it
@@ -149,8 +149,8 @@ def run_on_copy(
     container (`fresh_container`), on the tree where it is. PatchError when it does not apply;
     NoVerdict after an internal failure."""
     from ssebench.core.daemons.door import patched_copy
-    from ssebench.core.grade import save_logs
     from ssebench.core.orchestrator import run_checks
+    from ssebench.evaluate.grade import save_logs
 
     task = root.task
     assert task is not None
@@ -212,7 +212,7 @@ def _mount_point(path: Path) -> bool:
 def grade_fresh(root: Root, request: GradeFreshRequest) -> PatchGrade:
     """The grade inside a fresh container of the task's image (what --backend docker starts):
     the tree where it is, already patched, the container and its writable folders ours."""
-    from ssebench.core.grade import patched_grade
+    from ssebench.evaluate.grade import patched_grade
 
     task = root.task
     assert task is not None

@@ -1,5 +1,5 @@
 """`ssebench import FORMAT SOURCE --out DIR`: another benchmark's tasks as ssebench task folders,
-written all at once or not at all (core/importers)."""
+written all at once or not at all (evaluate/importers)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from ssebench.core.cli.parser import EXIT_OK
 from ssebench.core.cli.root import Root
 from ssebench.core.daemons.door import IMAGE, load_task
 from ssebench.core.errors import ConfigError
-from ssebench.core.importers.common import Imported, write_tasks
+from ssebench.evaluate.importers.common import Imported, write_tasks
 
 
 def cmd_import(args: argparse.Namespace, root: Root) -> int:
@@ -31,7 +31,7 @@ def cmd_import(args: argparse.Namespace, root: Root) -> int:
     for folder in write_tasks(args.out, tasks, load):
         print(folder)
     if args.format == "arvo":
-        from ssebench.core.importers.arvo import WITHHELD
+        from ssebench.evaluate.importers.arvo import WITHHELD
 
         print(f"ssebench: import arvo: {WITHHELD}", file=sys.stderr)
     return EXIT_OK
@@ -40,7 +40,7 @@ def cmd_import(args: argparse.Namespace, root: Root) -> int:
 def _read(args: argparse.Namespace) -> list[Imported]:
     given: Path = args.path.absolute()  # what each task records it came from
     if args.format == "upstream":
-        from ssebench.core.importers.upstream import import_upstream
+        from ssebench.evaluate.importers.upstream import import_upstream
 
         if not given.is_dir():
             raise ConfigError(f"{given}: no such folder (an upstream task folder, or /ssebench)")
@@ -49,10 +49,10 @@ def _read(args: argparse.Namespace) -> list[Imported]:
     if not given.is_file():
         raise ConfigError(f"{given}: no such file")
     if args.format == "secb":
-        from ssebench.core.importers.secb import import_secb
+        from ssebench.evaluate.importers.secb import import_secb
 
         return import_secb(given)
-    from ssebench.core.importers.arvo import import_arvo
+    from ssebench.evaluate.importers.arvo import import_arvo
 
     return import_arvo(given)
 

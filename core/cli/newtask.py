@@ -1,4 +1,4 @@
-"""`ssebench new DIR`: a commented skeleton task for an author to fill in (core/skeleton.py)."""
+"""`ssebench new DIR`: a commented skeleton task for an author to fill in (evaluate/skeleton.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import shlex
 from ssebench.core.cli.parser import EXIT_OK
 from ssebench.core.cli.root import Root
 from ssebench.core.errors import ConfigError
-from ssebench.core.skeleton import write_skeleton
+from ssebench.evaluate.skeleton import write_skeleton
 
 WHAT = {
     "task.toml": "every key, commented; each check runs a placeholder that says what goes there",

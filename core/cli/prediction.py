@@ -21,8 +21,8 @@ from pathlib import Path
 
 from ssebench.core.daemons.door import Task, copy_tree, make_folder, remove_folder
 from ssebench.core.errors import ConfigError
-from ssebench.core.predictions import BadLine, parse_line
-from ssebench.core.treediff import diff_trees
+from ssebench.evaluate.predictions import BadLine, parse_line
+from ssebench.evaluate.treediff import diff_trees
 
 EXIT_NOT_WRITTEN = 3
 

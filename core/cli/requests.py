@@ -4,7 +4,7 @@ A benchmark run grades each prediction in a process of its own, a dataset valida
 in one, a grade in a task's image is ssebench in a container, and `ssebench run`'s server is a
 process of its own. The parent writes what it wants as one of these requests, the child's one
 argument (core/cli/child.py runs it); a grade or a validation answers with one `Ended` record
-on stdout (core/ended.py). Each holds the `Basis` its child's root is built from, so a child
+on stdout (evaluate/ended.py). Each holds the `Basis` its child's root is built from, so a child
 takes the parent's settings as they were read, and the isolation the parent proved here
 without another probe. The command line builds the same requests from its flags: a command
 runs the same way whoever asked for it.

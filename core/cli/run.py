@@ -44,7 +44,8 @@ from typing import TYPE_CHECKING
 
 import httpx
 
-from ssebench.core.stopping import stop_process
+from ssebench.core.server.handshake import answers_initialize
+from ssebench.core.stopping import CHILD, stop_server
 
 if TYPE_CHECKING:
     from ssebench.core.cli.requests import ServeRequest
@@ -53,53 +54,6 @@ if TYPE_CHECKING:
 EXIT_SERVER_FAILED = 2
 EXIT_WAIT_RAN_OUT = 3
 POLL_SECONDS = 0.1
-STOP_GRACE = 5.0
-
-SSEBENCH = [sys.executable, "-c", "from ssebench.core.cli import main; main()"]
-# ssebench started by ssebench, asked by a typed request (its one argument): core/cli/child.py.
-CHILD = [sys.executable, "-m", "ssebench.core.cli.child"]
-
-
-def initialize_request() -> dict[str, object]:
-    """An MCP `initialize` offering the newest version the MCP SDK negotiates in a handshake,
-    as its own client session does (its newest version of all, 2026-07-28 in mcp 2.3, has no
-    handshake)."""
-    # Imported here: the package takes about 0.5 s to load, which then overlaps the server's
-    # own start instead of delaying it.
-    from mcp_types.version import LATEST_HANDSHAKE_VERSION
-
-    return {
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": LATEST_HANDSHAKE_VERSION,
-            "capabilities": {},
-            "clientInfo": {"name": "ssebench-run", "version": "1"},
-        },
-    }
-
-
-def answers_initialize(client: httpx.Client, url: str, wait: float | None = None) -> bool:
-    """True once the endpoint completes an MCP handshake; the session is closed right after.
-    `wait`: seconds the answer may take (default: the client's timeout)."""
-    timeout = httpx.USE_CLIENT_DEFAULT if wait is None else httpx.Timeout(2.0, read=wait)
-    try:
-        response = client.post(
-            url,
-            json=initialize_request(),
-            headers={"Accept": "application/json, text/event-stream"},
-            timeout=timeout,
-        )
-    except httpx.HTTPError:
-        return False
-    if response.status_code != 200 or '"protocolVersion"' not in response.text:
-        return False
-    session = response.headers.get("mcp-session-id")
-    if session:
-        with contextlib.suppress(httpx.HTTPError):
-            client.delete(url, headers={"mcp-session-id": session})
-    return True
 
 
 def wait_for_server(server: subprocess.Popen[bytes], url: str, timeout: float) -> int | None:
@@ -122,11 +76,6 @@ def wait_for_server(server: subprocess.Popen[bytes], url: str, timeout: float) -
                 )
                 return EXIT_WAIT_RAN_OUT
             time.sleep(POLL_SECONDS)
-
-
-def stop(server: subprocess.Popen[bytes]) -> None:
-    """SIGTERM lets the server cancel a running call (its daemon kills the case); then SIGKILL."""
-    stop_process(server, STOP_GRACE)
 
 
 def _status(returncode: int) -> int:
@@ -245,7 +194,7 @@ def run_with_server(
     finally:
         signal.signal(signal.SIGTERM, previous)
         try:
-            stop(started)
+            stop_server(started)
         finally:
             lock.close()
     return finished(status)

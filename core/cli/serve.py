@@ -180,7 +180,7 @@ def cmd_run(args: argparse.Namespace, root: Root) -> int:
         raise ConfigError("--prediction-out records the change to a task's tree: use --task DIR")
     if args.prediction_out is not None:
         from ssebench.core.cli.prediction import prediction_name
-        from ssebench.core.predictions import DEFAULT_MODEL
+        from ssebench.evaluate.predictions import DEFAULT_MODEL
 
         assert task is not None
         prediction_name(task, args.task_id, args.model or DEFAULT_MODEL)
@@ -195,7 +195,7 @@ def cmd_run(args: argparse.Namespace, root: Root) -> int:
     if args.prediction_out is None:
         return run.run_with_server(server, command, url, timeout, locked=locked)
     from ssebench.core.cli.prediction import recorded
-    from ssebench.core.predictions import DEFAULT_MODEL
+    from ssebench.evaluate.predictions import DEFAULT_MODEL
 
     assert task is not None
     with recorded(task, args.prediction_out, args.task_id, args.model or DEFAULT_MODEL) as done:

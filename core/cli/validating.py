@@ -22,10 +22,10 @@ from ssebench.core.errors import ConfigError, PatchError
 from ssebench.core.orchestrator import Progress
 from ssebench.core.registry import Registry
 from ssebench.core.toolfiles import Graft
-from ssebench.core.verdicts import PatchGrade
+from ssebench.evaluate.verdicts import PatchGrade
 
 if TYPE_CHECKING:
-    from ssebench.core.validation import Validation
+    from ssebench.evaluate.validation import Validation
 
 # One tree graded: the patch (None: as shipped), progress, where its logs go; its outcome
 # (NoVerdict when it gave none).
@@ -34,7 +34,7 @@ _STATUS = {status.value.lower(): status for status in Status}
 
 
 def cmd_validate(args: argparse.Namespace, root: Root) -> int:
-    from ssebench.core.validation import validation_json, validation_table
+    from ssebench.evaluate.validation import validation_json, validation_table
 
     if args.tasks is not None:
         from ssebench.core.cli.dataset import validate_dataset
@@ -61,9 +61,9 @@ def cmd_validate(args: argparse.Namespace, root: Root) -> int:
 def validate_task(root: Root, request: ValidateRequest) -> Validation:
     """The task's validation: each tree graded `runs` times, here or in the task's image."""
     from ssebench.core.daemons.door import read_patch
-    from ssebench.core.skeleton import unfinished
-    from ssebench.core.taskwarnings import task_warnings
-    from ssebench.core.validation import FIXED, SHIPPED, judge_task
+    from ssebench.evaluate.skeleton import unfinished
+    from ssebench.evaluate.taskwarnings import task_warnings
+    from ssebench.evaluate.validation import FIXED, SHIPPED, judge_task
 
     assert root.task is not None  # --task is required
     fix = read_patch(request.fix)
@@ -106,7 +106,7 @@ def _here(root: Root, request: ValidateRequest, graft: Graft) -> Side:
 
 def _in_image(root: Root, request: ValidateRequest, graft: Graft) -> tuple[Side, Task]:
     """Each tree graded in a fresh container of the task's image; its verdicts read back."""
-    from ssebench.core.backends import docker
+    from ssebench.evaluate.backends import docker
 
     assert root.task is not None
     graded = docker.in_image(root.task)

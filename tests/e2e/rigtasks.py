@@ -1,6 +1,6 @@
 """The tasks and patches of tests/e2e/test_rigs.py: the C example and a small Python task whose
 tests are pytest's, each rig a change to a copy of the tree, made into a patch as `git diff
---binary` writes it (core/treediff.py).
+--binary` writes it (evaluate/treediff.py).
 
 The C task is examples/c-rle without its intent tests: those lie in the task folder, which no
 patch reaches, so a rig there must fool only what the tree holds (as with SWE-bench's tasks,
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ssebench.core.gitignore import Ignore
-from ssebench.core.treediff import diff_trees, scan
+from ssebench.evaluate.treediff import diff_trees, scan
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 BUILD_OUTPUTS = shutil.ignore_patterns("*.o", "rle", "test_rle", "__pycache__", "*.pyc")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from ssebench.core.backends.bundle import ensure_bundle, host_suffix
+from ssebench.evaluate.backends.bundle import ensure_bundle, host_suffix
 from ssebench.testing import task_toml
 from ssebench.testing.images import (
     TASK_IMAGE,

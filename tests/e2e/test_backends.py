@@ -10,7 +10,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-from ssebench.core.backends import boot, bundle
+from ssebench.evaluate.backends import boot, bundle
 from ssebench.testing.servers import run_ssebench
 
 
@@ -47,7 +47,7 @@ def test_the_copy_holds_the_running_ssebench_and_no_checkout_metadata(tmp_path: 
     assert not {"pytest", "ruff", "mypy"} & names  # extras stay out
     made = bundle.ensure_bundle(tmp_path / "cache")
     here = Path(bundle.__file__).parent
-    assert (made.site / "ssebench/core/backends/bundle.py").read_bytes() == (
+    assert (made.site / "ssebench/evaluate/backends/bundle.py").read_bytes() == (
         here / "bundle.py"
     ).read_bytes()
     entry_points = next(made.site.glob("ssebench-*.dist-info")) / "entry_points.txt"

@@ -1,4 +1,4 @@
-"""A benchmark run's bookkeeping (core/batch.py): what is written, what counts as done, how a
+"""A benchmark run's bookkeeping (evaluate/batch.py): what is written, what counts as done, how a
 grade that gave no verdict is recorded, and summary.json. Grades here are a stand-in script
 whose behaviour the patch text picks; tests/e2e/test_batch.py grades real tasks."""
 
@@ -14,15 +14,15 @@ from unittest.mock import ANY
 
 import pytest
 
-from ssebench.core.batch import (
+from ssebench.evaluate.batch import (
     ERROR,
     RESOLVED,
     UNRESOLVED,
     grade_all,
 )
-from ssebench.core.digests import task_sha256
-from ssebench.core.predictions import BadLine, Prediction
-from ssebench.core.verdicts import dump, read_saved, write_json
+from ssebench.evaluate.digests import task_sha256
+from ssebench.evaluate.predictions import BadLine, Prediction
+from ssebench.evaluate.verdicts import dump, read_saved, write_json
 
 # Stands in for ssebench's child grading a patch: it is asked by a request (here, JSON naming the
 # task and the patch file) and answers with an `Ended` record on stdout; the patch says what to do.

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from ssebench.core.cli.run import SSEBENCH
+from ssebench.core.stopping import SSEBENCH
 from ssebench.testing import task_toml
 from ssebench.testing.procs import assert_none_left
 from ssebench.testing.servers import start_child

@@ -1,5 +1,5 @@
 """One ssebench asks another by a typed request and reads its answer as a typed record
-(core/cli/requests.py, core/cli/child.py, core/ended.py), with real processes: a grade's error
+(core/cli/requests.py, core/cli/child.py, evaluate/ended.py), with real processes: a grade's error
 reaches the run from the child's record with the child's stderr thrown away, a validation's
 the same way, and a child takes the isolation its parent proved as it is, without a probe."""
 
@@ -9,16 +9,16 @@ import asyncio
 import subprocess
 from pathlib import Path
 
-from ssebench.core.batch import ERROR, RESOLVED, grade_all
 from ssebench.core.cli.batchrun import grade_request
 from ssebench.core.cli.isolation import UNCONFINED_WARNING
 from ssebench.core.cli.requests import Basis, GradePatchRequest, ValidateRequest
-from ssebench.core.cli.run import CHILD
 from ssebench.core.daemons.door import Mechanism
-from ssebench.core.ended import read_ended, why_no_verdict
-from ssebench.core.predictions import Prediction
 from ssebench.core.settings import load_settings
-from ssebench.core.verdicts import PatchGrade, Validation
+from ssebench.core.stopping import CHILD
+from ssebench.evaluate.batch import ERROR, RESOLVED, grade_all
+from ssebench.evaluate.ended import read_ended, why_no_verdict
+from ssebench.evaluate.predictions import Prediction
+from ssebench.evaluate.verdicts import PatchGrade, Validation
 from ssebench.testing import task_toml
 
 from .test_validate import FIX, SOUND

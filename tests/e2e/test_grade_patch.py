@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from ssebench.core.cli.run import SSEBENCH
+from ssebench.core.stopping import SSEBENCH
 from ssebench.testing import TaskHandle
 from ssebench.testing.servers import start_child
 from ssebench.testing.waiting import wait_for

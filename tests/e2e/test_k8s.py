@@ -66,7 +66,7 @@ def check_job(job: dict[str, Any]) -> None:
     assert all(mounts[p].get("readOnly") for p in ("/opt/ssebench", "/data/tasks"))
     assert not mounts["/data/out"].get("readOnly")
     (init,) = pod["initContainers"]
-    assert init["command"][1:] == ["-m", "ssebench.core.backends.export", "/opt/ssebench"]
+    assert init["command"][1:] == ["-m", "ssebench.evaluate.backends.export", "/opt/ssebench"]
     assert job["metadata"]["labels"] == pod_labels(job) == {"ssebench-run": "grade"}
 
 

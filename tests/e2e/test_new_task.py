@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ssebench.core.skeleton import PLACEHOLDER
+from ssebench.evaluate.skeleton import PLACEHOLDER
 
 from .test_batch import RunCli
 from .test_cli_inputs import refused

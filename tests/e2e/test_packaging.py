@@ -25,7 +25,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 VERSION = PYPROJECT["project"]["version"]
-PACKAGE_DIRS = {"core": "core", "daemon": "daemon", "plugins": "plugins", "testing": "testing"}
+PACKAGE_DIRS = {
+    "core": "core",
+    "daemon": "daemon",
+    "evaluate": "evaluate",
+    "plugins": "plugins",
+    "testing": "testing",
+}
 
 
 def _run(*command: str | Path, cwd: Path, env: dict[str, str] | None = None) -> str:
@@ -163,6 +169,7 @@ def test_site_packages_gets_no_bare_core_or_plugins(packaging: dict[str, Path]) 
     assert _entries(site / "ssebench") == [
         "core",
         "daemon",
+        "evaluate",
         "plugins",
         "testing",
     ]

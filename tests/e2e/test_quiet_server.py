@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from ssebench.core.cli.run import initialize_request
+from ssebench.core.server.handshake import initialize_request
 from ssebench.testing.calls import call
 from ssebench.testing.servers import check_text
 

@@ -90,8 +90,8 @@ def test_a_command_loads_only_its_own_familys_modules() -> None:
     code = (
         "import atexit, sys\n"
         "atexit.register(lambda: print(sorted(m for m, loaded in sys.modules.items() if loaded "
-        "and (m.split('.')[0] == 'httpx' or m in ('ssebench.core.verdicts', "
-        "'ssebench.core.importers.common', 'ssebench.core.daemons.connect', "
+        "and (m.split('.')[0] == 'httpx' or m in ('ssebench.evaluate.verdicts', "
+        "'ssebench.evaluate.importers.common', 'ssebench.core.daemons.connect', "
         "'ssebench.core.cli.grading'))), file=sys.stderr))\n"
         "from ssebench.core.cli import main\n"
         "main(['mcp-config', 'claude'])\n"
@@ -99,3 +99,23 @@ def test_a_command_loads_only_its_own_familys_modules() -> None:
     done = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True)
     assert (done.returncode, done.stderr) == (0, "[]\n")
     assert done.stdout.startswith("claude mcp add ssebench http://localhost:3000/mcp")
+
+
+def test_serve_answers_a_call_without_loading_the_evaluator(tmp_path: Path) -> None:
+    """test_patch's whole path, a real call over MCP included, loads nothing of evaluate/."""
+    from ssebench.testing.calls import call
+    from ssebench.testing.servers import start_server
+
+    prelude = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('evaluator modules:', sorted(m for m in sys.modules "
+        "if m.startswith('ssebench.evaluate')), file=sys.stderr, flush=True))"
+    )
+    task = a_task(tmp_path)
+    server = start_server(tmp_path, ["--task", str(task), "--difficulty", "0"], prelude=prelude)
+    try:
+        report = call(server.url)
+    finally:
+        server.stop()
+    assert report.startswith("test_patch result: every check passed.")
+    assert "evaluator modules: []" in server.log.read_text().splitlines()

@@ -14,8 +14,8 @@ import pytest
 from unit.test_treediff import shipped, write
 
 from ssebench.core.gitignore import Ignore
-from ssebench.core.treediff import diff_trees, scan
 from ssebench.daemon.scratch import apply_patch
+from ssebench.evaluate.treediff import diff_trees, scan
 
 
 def test_git_apply_of_the_patch_makes_the_second_tree(tmp_path: Path) -> None:

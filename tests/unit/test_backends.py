@@ -7,7 +7,7 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-from ssebench.core.backends import abi, docker
+from ssebench.evaluate.backends import abi, docker
 
 
 def test_a_mount_of_a_path_with_commas_or_quotes_stays_one_path() -> None:

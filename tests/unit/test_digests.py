@@ -1,4 +1,4 @@
-"""What a verdict was graded with (core/digests.py): a task's hash follows its content and
+"""What a verdict was graded with (evaluate/digests.py): a task's hash follows its content and
 nothing else, a source tree outside the task folder included."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ssebench.core.digests import task_sha256
+from ssebench.evaluate.digests import task_sha256
 
 
 @pytest.fixture

@@ -1,12 +1,12 @@
-"""The `protected` list an imported task gets (core/importers/protection.py): what decides the
+"""The `protected` list an imported task gets (evaluate/importers/protection.py): what decides the
 build and the tests, as shipped, and never a path the reference fix changes."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ssebench.core.importers.protection import protected_globs
 from ssebench.core.toolfiles import known_name
+from ssebench.evaluate.importers.protection import protected_globs
 
 FIX = b"""\
 diff --git a/src/parse.c b/src/parse.c

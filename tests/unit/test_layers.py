@@ -32,7 +32,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-ABOVE_THE_DAEMON = ("core", "testing", "plugins")
+ABOVE_THE_DAEMON = ("core", "evaluate", "testing", "plugins")
 DOORS = ("core/daemons", "core/server")
 THE_WALK = "ssebench.daemon.confine.procfs"  # a leaf (it imports os alone) testing/ may import
 MESSAGE_ENDS = ("daemon/confine/runner.py", "daemon/confine/supervisor.py")
@@ -43,7 +43,7 @@ CORE_FORBIDDEN = ("pydantic", "httpx", "starlette", "uvicorn", "fastmcp", "mcp")
 LOG_RULE = "core/logs.py"
 RULE_PARTS = ("WORD_LIMIT", "LINE_LIMIT", "BYTE_LIMIT", "tail", "nth_newline_from_end",
               "fitting_start", "wire_size", "decode_end", "_tail_of")  # fmt: skip
-PACKAGE = ("core", "daemon", "plugins", "testing")  # ssebench.core, ssebench.daemon, ...
+PACKAGE = ("core", "daemon", "evaluate", "plugins", "testing")  # ssebench.core, ...
 # Import circles left for another change to undo, each with why it is here; an entry no longer
 # found must go (the test says so).
 ALLOWED_CIRCLES = {
@@ -52,7 +52,7 @@ ALLOWED_CIRCLES = {
         "`confinement`: the trusted core's own, left to the change that owns daemon/confine"
     ),
 }
-SHIPPED = ("core", "daemon", "plugins", "testing", "bench", "scripts")
+SHIPPED = ("core", "daemon", "evaluate", "plugins", "testing", "bench", "scripts")
 ARGPARSE_INTERNALS = ("_actions", "_group_actions")
 REGISTRY_ROOTS = ("core/cli/root.py", "testing/kit.py")
 SLEEPS = ("time.sleep", "asyncio.sleep", "sleep", "anyio.sleep", "trio.sleep")
@@ -69,8 +69,8 @@ def sources(*folders: str) -> Iterator[tuple[str, ast.Module]]:
             yield str(path.relative_to(ROOT)), ast.parse(path.read_text())
 
 
-def daemon_imports(name: str, tree: ast.Module) -> list[str]:
-    """Where `tree` imports ssebench.daemon (at any depth, lazily too)."""
+def daemon_imports(name: str, tree: ast.Module, package: str = "ssebench.daemon") -> list[str]:
+    """Where `tree` imports `package` (at any depth, lazily too)."""
     found = []
     for node in ast.walk(tree):
         modules = []
@@ -78,7 +78,7 @@ def daemon_imports(name: str, tree: ast.Module) -> list[str]:
             modules = [node.module]
         elif isinstance(node, ast.Import):
             modules = [alias.name for alias in node.names]
-        found += [f"{name}:{node.lineno} {m}" for m in modules if m.startswith("ssebench.daemon")]
+        found += [f"{name}:{node.lineno} {m}" for m in modules if m.startswith(package)]
     return found
 
 
@@ -191,6 +191,31 @@ def test_only_the_doors_import_the_daemon_layer() -> None:
     assert found == []
 
 
+def test_only_the_command_line_imports_the_command_line() -> None:
+    """The command line composes the rest; nothing under core/, daemon/, evaluate/, plugins/
+    or testing/ reaches up into it (what two of them shared moved down: core/stopping.py's
+    argv, core/server/handshake.py's probe)."""
+    found = [
+        where
+        for name, tree in sources(*PACKAGE)
+        if not name.startswith("core/cli/")
+        for where in daemon_imports(name, tree, "ssebench.core.cli")
+    ]
+    assert found == []
+
+
+def test_test_patchs_domain_never_imports_the_evaluator() -> None:
+    """core/ (but the command line), daemon/ and plugins/ serve test_patch: the evaluator's
+    side (evaluate/) stands above them, and `serve` loads none of it."""
+    found = [
+        where
+        for name, tree in sources("core", "daemon", "plugins")
+        if not name.startswith("core/cli/")
+        for where in daemon_imports(name, tree, "ssebench.evaluate")
+    ]
+    assert found == []
+
+
 def test_no_asgi_transport_between_our_code_and_our_daemon() -> None:
     found = [where for name, tree in sources(*ABOVE_THE_DAEMON, "daemon") for where in
              transports(name, tree)]  # fmt: skip
@@ -272,6 +297,11 @@ def test_the_rules_find_what_they_forbid() -> None:
         "s = CaseService(task)\n"
     )
     assert daemon_imports("m", tree) == ["m:3 ssebench.daemon.task"]
+    upward = ast.parse(
+        "def f():\n    from ssebench.core.cli.run import CHILD\nimport ssebench.evaluate.grade\n"
+    )
+    assert daemon_imports("m", upward, "ssebench.core.cli") == ["m:2 ssebench.core.cli.run"]
+    assert daemon_imports("m", upward, "ssebench.evaluate") == ["m:3 ssebench.evaluate.grade"]
     assert transports("m", tree) == ["m:4 class T", "m:5 ASGITransport"]
     assert services_made("m", tree) == ["m:6"]
     core = ast.parse(

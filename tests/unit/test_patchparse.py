@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ssebench.core.patchparse import FileDiff, Hunk, Line, parse_patch
-from ssebench.core.treediff import diff_trees
+from ssebench.evaluate.treediff import diff_trees
 
 
 def diff(tmp: Path, before: dict[str, bytes], after: dict[str, bytes | str]) -> bytes:

@@ -1,4 +1,4 @@
-"""Predictions files (core/predictions.py): fields, SWE-bench's names, one error per bad line,
+"""Predictions files (evaluate/predictions.py): fields, SWE-bench's names, one error per bad line,
 names that cannot leave the output folder, and shards that split a run exactly."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from ssebench.core.errors import ConfigError
-from ssebench.core.predictions import (
+from ssebench.daemon import scratch
+from ssebench.evaluate.predictions import (
     PATCH_LIMIT,
     BadLine,
     Prediction,
@@ -18,7 +19,6 @@ from ssebench.core.predictions import (
     parse_shard,
     read_predictions,
 )
-from ssebench.daemon import scratch
 
 
 def line(**fields: object) -> str:

@@ -1,4 +1,4 @@
-"""summary.json as evaluators compare runs (core/runreport.py): the counts, which predictions
+"""summary.json as evaluators compare runs (evaluate/runreport.py): the counts, which predictions
 they are, empty patches, tasks a model has no prediction for, flagged verdicts, and each model's
 counts with its rate over every task of `--tasks`; a shard's and the merge's."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ssebench.core.batch import ERROR, RESOLVED, UNRESOLVED, Graded
-from ssebench.core.predictions import BadLine, Prediction, in_shard
-from ssebench.core.runreport import summarize, task_ids
+from ssebench.evaluate.batch import ERROR, RESOLVED, UNRESOLVED, Graded
+from ssebench.evaluate.predictions import BadLine, Prediction, in_shard
+from ssebench.evaluate.runreport import summarize, task_ids
 
 TASKS = ["a", "b", "c", "d"]
 

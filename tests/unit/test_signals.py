@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (each expected detail is one line, compared whole)
 """Signals, read from a patch as data: each rig is found with its kind, line and one-line
 detail (compared whole), and honest fixes (the examples', a bounds check, a test added) raise
-none. The patches are written as `git diff --binary` writes them (core/treediff.py)."""
+none. The patches are written as `git diff --binary` writes them (evaluate/treediff.py)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import pytest
 
 from ssebench.core.daemons.door import load_task
 from ssebench.core.registry import build_registry
-from ssebench.core.signals import KINDS, PocFile, Watch, find_signals
-from ssebench.core.treediff import diff_trees
-from ssebench.core.watch import BUILD_ORDER, watch_for
+from ssebench.evaluate.signals import KINDS, PocFile, Watch, find_signals
+from ssebench.evaluate.treediff import diff_trees
+from ssebench.evaluate.watch import BUILD_ORDER, watch_for
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 POC = b"RLE1\x10\x00\x00\x00\x81A"

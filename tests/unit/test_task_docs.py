@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from ssebench.core.skeleton import TASK_TOML
 from ssebench.daemon.checktable import CheckTable, LimitsTable
 from ssebench.daemon.task import Task
+from ssebench.evaluate.skeleton import TASK_TOML
 from ssebench.plugins.poc import TriggeredIf
 
 PAGE = (Path(__file__).resolve().parents[2] / "docs" / "tasks.md").read_text(encoding="utf-8")

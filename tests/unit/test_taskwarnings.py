@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ssebench.core.daemons.door import load_task
 from ssebench.core.registry import build_registry
-from ssebench.core.taskwarnings import task_warnings
+from ssebench.evaluate.taskwarnings import task_warnings
 
 
 def task(root: Path, toml: str) -> Path:

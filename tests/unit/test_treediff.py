@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ssebench.core.gitignore import Ignore
-from ssebench.core.treediff import diff_trees
+from ssebench.evaluate.treediff import diff_trees
 
 NAMES = ["a b.txt", 'q"uote.txt', "ü.txt", "tab\tname.txt"]
 

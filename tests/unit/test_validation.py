@@ -1,4 +1,4 @@
-"""A task's soundness from its cases' verdicts (core/validation.py), on hand-made outcomes
+"""A task's soundness from its cases' verdicts (evaluate/validation.py), on hand-made outcomes
 (tests/e2e/test_validation.py runs the orchestrator's `every_case` on real cases)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from ssebench.core.case import CaseRun
 from ssebench.core.check import Check, CheckOutcome, Outcome, Status
-from ssebench.core.validation import judge_task, validation_json, validation_table
+from ssebench.evaluate.validation import judge_task, validation_json, validation_table
 from ssebench.plugins.build import BUILD
 from ssebench.plugins.functional import FUNCTIONAL
 from ssebench.plugins.intent import INTENT

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from ssebench.core.datasetverdicts import DatasetSummary, ValidatedWith
-from ssebench.core.verdicts import (
+from ssebench.evaluate.datasetverdicts import DatasetSummary, ValidatedWith
+from ssebench.evaluate.verdicts import (
     GradedWith,
     PatchGrade,
     SavedGrade,

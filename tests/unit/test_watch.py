@@ -11,8 +11,8 @@ import pytest
 
 from ssebench.core.daemons.door import load_task
 from ssebench.core.registry import build_registry
-from ssebench.core.signals import PocFile
-from ssebench.core.watch import command_paths, shipped_lines, watch_for
+from ssebench.evaluate.signals import PocFile
+from ssebench.evaluate.watch import command_paths, shipped_lines, watch_for
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, StrictInt, StrictStr
 
-from ssebench.core.importers.common import (
+from ssebench.evaluate.importers.common import (
     Imported,
     PocRun,
     Strict,

@@ -16,8 +16,8 @@ from ssebench.core.logsource import Joined, LogSource
 from ssebench.core.orchestrator import Daemon
 from ssebench.core.savedlogs import write_whole
 from ssebench.core.toolfiles import Graft
-from ssebench.core.toolsignals import output_signals
-from ssebench.core.verdicts import (
+from ssebench.evaluate.toolsignals import output_signals
+from ssebench.evaluate.verdicts import (
     Applied,
     CaseVerdict,
     CheckVerdict,

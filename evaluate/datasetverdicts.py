@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pydantic import Field
 
-from ssebench.core.verdicts import Shape, Validation
+from ssebench.evaluate.verdicts import Shape, Validation
 
 SOUND, NOT_SOUND, ERROR = "sound", "not sound", "error"
 

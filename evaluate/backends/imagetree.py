@@ -19,10 +19,10 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from ssebench.core.backends.abi import last_line
-from ssebench.core.backends.bundle import prune_unused
 from ssebench.core.daemons.door import Task
 from ssebench.core.errors import ConfigError
+from ssebench.evaluate.backends.abi import last_line
+from ssebench.evaluate.backends.bundle import prune_unused
 
 COPY_SECONDS = 3600.0  # a tree of a few GB copies in minutes; no answer in an hour is a fault
 

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ssebench.core import verdicts
 from ssebench.core.check import Check, Outcome
-from ssebench.core.verdicts import dump
+from ssebench.evaluate import verdicts
+from ssebench.evaluate.verdicts import dump
 
 Verdicts = tuple[bool | None, ...]  # one per run: passed, failed, or None when it did not run
 SHIPPED, FIXED = "as shipped", "with the fix"

@@ -38,7 +38,7 @@ EXIT_HOST_GONE = 137
 
 def _abi() -> str:
     """The compiled part: ABI itself, or its folder for this Python where ABI holds a whole
-    copy's (`python -m ssebench.core.backends.export DEST` writes one per EXT_SUFFIX)."""
+    copy's (`python -m ssebench.evaluate.backends.export DEST` writes one per EXT_SUFFIX)."""
     suffix = (sysconfig.get_config_var("EXT_SUFFIX") or ".so").strip(".")
     own = os.path.join(ABI, suffix)
     return own if os.path.isdir(own) else ABI

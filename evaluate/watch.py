@@ -1,4 +1,4 @@
-"""What the signal rules know of a task (core/signals.py's `Watch`), read before anything runs.
+"""What the signal rules know of a task (evaluate/signals.py's `Watch`), read before anything runs.
 
 From task.toml: the protected globs, the tree files the checks' commands run, the PoC files
 (bytes and hashes) and the check folders. From the pristine tree: which of those files exist,
@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ssebench.core.signals import PocFile, Watch, excerpt
 from ssebench.core.toolfiles import BUILD_TOOLS, run_modules
+from ssebench.evaluate.signals import PocFile, Watch, excerpt
 
 if TYPE_CHECKING:
     from ssebench.core.daemons.door import Task

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from ssebench.core.batch import ERROR, GRADE_LOG, LOGS, PATCH, RESULT, Graded
-from ssebench.core.predictions import model_folder
+from ssebench.evaluate.batch import ERROR, GRADE_LOG, LOGS, PATCH, RESULT, Graded
+from ssebench.evaluate.predictions import model_folder
 
 STYLE = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; }

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ssebench.core.batch import ERROR, RESOLVED, UNRESOLVED, Graded
-from ssebench.core.predictions import Prediction
-from ssebench.core.verdicts import ModelCounts, RunError, Summary, dump
+from ssebench.evaluate.batch import ERROR, RESOLVED, UNRESOLVED, Graded
+from ssebench.evaluate.predictions import Prediction
+from ssebench.evaluate.verdicts import ModelCounts, RunError, Summary, dump
 
 TASK_FILE = "task.toml"
 

@@ -3,7 +3,7 @@
 Each grade is a process of its own, asked by a typed request to grade as `ssebench grade --task
 --patch` does (core/cli/child.py), so a crash or a hung grade takes no other down and each has
 its own daemon; `jobs` of them run at once, each within `timeout` seconds. Each answers with
-one `Ended` record on stdout (core/ended.py): its verdict, or why it has none. What a grade
+one `Ended` record on stdout (evaluate/ended.py): its verdict, or why it has none. What a grade
 leaves goes to `OUT/<model>/<task>/`: `result.json` (the grade JSON and what it was graded with,
 written whole or not at all), `patch.diff` (what was graded), `logs/<check key>-<case
 index>.log` (every case that ran) and `grade.log` (the grade's own stderr: progress, and the
@@ -28,11 +28,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ssebench.core.digests import sha256, ssebench_version, task_sha256
-from ssebench.core.ended import read_ended, why_no_verdict
-from ssebench.core.predictions import BadLine, Prediction
 from ssebench.core.stopping import stop_subprocess
-from ssebench.core.verdicts import GradedWith, PatchGrade, dump, read_saved, write_json
+from ssebench.evaluate.digests import sha256, ssebench_version, task_sha256
+from ssebench.evaluate.ended import read_ended, why_no_verdict
+from ssebench.evaluate.predictions import BadLine, Prediction
+from ssebench.evaluate.verdicts import GradedWith, PatchGrade, dump, read_saved, write_json
 
 RESULT, PATCH, LOGS, GRADE_LOG = "result.json", "patch.diff", "logs", "grade.log"
 GRADED_WITH = "graded_with"

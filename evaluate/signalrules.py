@@ -1,4 +1,4 @@
-"""The patterns behind each signal kind (core/signals.py), kept apart so they read as a list.
+"""The patterns behind each signal kind (evaluate/signals.py), kept apart so they read as a list.
 
 Each is matched against one line of a patch (or a path), never run. They are meant to catch
 what rigs a grade and to stay quiet on an honest fix: a source change, a test added.

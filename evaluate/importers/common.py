@@ -22,10 +22,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ssebench.core.digests import ssebench_version
 from ssebench.core.errors import ConfigError, plain_error
-from ssebench.core.importers.protection import protected_globs, protected_lines
 from ssebench.core.tomltext import toml_array, toml_string
+from ssebench.evaluate.digests import ssebench_version
+from ssebench.evaluate.importers.protection import protected_globs, protected_lines
 
 # A Docker repository's path component: what a task id becomes in an image name.
 IMAGE_COMPONENT = re.compile(r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*")

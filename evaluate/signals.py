@@ -17,7 +17,8 @@ from pathlib import PurePosixPath
 
 from ssebench.core.gitignore import Ignore
 from ssebench.core.patchparse import FileDiff, Line, parse_patch
-from ssebench.core.signalrules import (
+from ssebench.core.toolfiles import RUNNER_MODULES, build_output, module_of
+from ssebench.evaluate.signalrules import (
     ASSERTION,
     EXIT,
     GO_TEST_MAIN,
@@ -34,9 +35,8 @@ from ssebench.core.signalrules import (
     signal_handler,
     unimportant,
 )
-from ssebench.core.toolfiles import RUNNER_MODULES, build_output, module_of
-from ssebench.core.toolsignals import build_file_added, output_detail
-from ssebench.core.verdicts import Signal
+from ssebench.evaluate.toolsignals import build_file_added, output_detail
+from ssebench.evaluate.verdicts import Signal
 
 KINDS = (
     "protected-edit",
@@ -64,7 +64,7 @@ class PocFile:
 
 @dataclass(frozen=True)
 class Watch:
-    """What the rules know of the task, gathered before anything runs (core/watch.py)."""
+    """What the rules know of the task, gathered before anything runs (evaluate/watch.py)."""
 
     protected: tuple[str, ...] = ()
     named: dict[str, str] = field(default_factory=dict)  # a file a command runs -> the command

@@ -9,7 +9,7 @@ the tree's own path (`source`), where scripts that name it (OSS-Fuzz's build scr
 /src/<project>) find it. The container is the copy: inside, on the image's python3, ssebench
 grades that tree where it is (asked by a typed request: `grade --fresh-container`), confined as
 on a host (Landlock: the default profile forbids the namespaces bubblewrap needs). It writes its
-verdict, or why it has none, as one `Ended` record on stdout (core/ended.py), which the host
+verdict, or why it has none, as one `Ended` record on stdout (evaluate/ended.py), which the host
 reads with the model. `--init`, `--rm` and boot.py's lifeline see that a container never
 outlives the grade that started it.
 """
@@ -23,24 +23,32 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from ssebench.core.backends import abi
-from ssebench.core.backends.abi import last_line
-from ssebench.core.backends.boot import ABI, REQUEST, SITE
-from ssebench.core.backends.bundle import cache_dir, ensure_bundle
-from ssebench.core.backends.imagetree import on_this_machine
 from ssebench.core.daemons.door import Task, patched_copy
-from ssebench.core.ended import read_ended
 from ssebench.core.errors import ConfigError, NoVerdict
 from ssebench.core.stopping import stop_process
 from ssebench.core.toolfiles import Graft
-from ssebench.core.verdicts import PatchGrade
+from ssebench.evaluate.backends import abi
+from ssebench.evaluate.backends.abi import last_line
+from ssebench.evaluate.backends.boot import ABI, REQUEST, SITE
+from ssebench.evaluate.backends.bundle import cache_dir, ensure_bundle
+from ssebench.evaluate.backends.imagetree import on_this_machine
+from ssebench.evaluate.ended import read_ended
+from ssebench.evaluate.verdicts import PatchGrade
 
-if TYPE_CHECKING:
-    from ssebench.core.cli.requests import GradeFreshRequest
 
-BOOT = f"{SITE}/ssebench/core/backends/boot.py"
+class GradeFresh(Protocol):
+    """What the grade in a fresh container is asked (the command line's typed request: the
+    child ssebench in the container reads it back): where its logs go, and its JSON."""
+
+    @property
+    def logs(self) -> Path | None: ...
+
+    def model_dump_json(self) -> str: ...
+
+
+BOOT = f"{SITE}/ssebench/evaluate/backends/boot.py"
 ANSWER_SECONDS = 60.0  # docker's own answers: version, inspect
 STOP_SECONDS = 10.0  # a container told to stop (its grade interrupted) gets this long
 EXIT_INTERNAL = 3
@@ -115,7 +123,7 @@ def in_image(task: Task) -> InImage:
 def grade_in_image(
     graded: InImage,
     patch: bytes | None,
-    request: GradeFreshRequest,
+    request: GradeFresh,
     *,
     graft: Graft | None = None,
 ) -> PatchGrade:

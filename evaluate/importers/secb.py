@@ -16,7 +16,8 @@ from typing import Annotated, Any
 
 from pydantic import Field, StrictInt, StrictStr
 
-from ssebench.core.importers.common import (
+from ssebench.core.tomltext import toml_string
+from ssebench.evaluate.importers.common import (
     IMAGE_COMPONENT,
     Imported,
     PocRun,
@@ -28,7 +29,6 @@ from ssebench.core.importers.common import (
     provenance,
     read_records,
 )
-from ssebench.core.tomltext import toml_string
 
 IMAGE = "hwiwonlee/secb.eval.x86_64.{id}:patch"
 # SEC-bench's sanitizer report: ==PID==ERROR: AddressSanitizer: ... (or a WARNING).

@@ -4,7 +4,3 @@ container of its task's image. A benchmark run is the same either way (each pred
 process grades."""
 
 BACKENDS = ("local", "docker")
-BACKEND_HELP = (
-    "where each patch is graded: local (default), on this machine; docker, in a fresh container "
-    "of the task's image (task.toml's image)"
-)

@@ -19,7 +19,8 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import Field, StrictFloat, StrictInt, StrictStr, field_validator, model_validator
 
-from ssebench.core.importers.common import (
+from ssebench.core.tomltext import toml_array, toml_string
+from ssebench.evaluate.importers.common import (
     BUILD_ENV,
     IMAGE_COMPONENT,
     OWN_NAMES,
@@ -31,8 +32,7 @@ from ssebench.core.importers.common import (
     provenance,
     validated,
 )
-from ssebench.core.importers.protection import protected_globs, protected_lines
-from ssebench.core.tomltext import toml_array, toml_string
+from ssebench.evaluate.importers.protection import protected_globs, protected_lines
 
 REGISTRY = "ghcr.io/42-b3yond-6ug/ssebench"
 TAG = "pilot-v1"  # the pilot dataset's version, upstream's default tag

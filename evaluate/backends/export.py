@@ -13,7 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ssebench.core.backends.bundle import ensure_bundle
+from ssebench.evaluate.backends.bundle import ensure_bundle
 
 _GIT = """#!/bin/sh
 # git as it is on the machine that wrote this copy, with its own libraries and loader
@@ -42,11 +42,11 @@ def bring_git(dest: Path) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """`python -m ssebench.core.backends.export DEST`: this ssebench's copy written to DEST
+    """`python -m ssebench.evaluate.backends.export DEST`: this ssebench's copy written to DEST
     (`site/`, `abi/<EXT_SUFFIX>/`, and git in `bin/`), for an engine that brings it into task
     images itself (a Kubernetes init container, say); boot.py then runs it from /opt/ssebench."""
     if len(argv) != 1:
-        print("usage: python -m ssebench.core.backends.export DEST", file=sys.stderr)
+        print("usage: python -m ssebench.evaluate.backends.export DEST", file=sys.stderr)
         return 2
     made = ensure_bundle(Path(tempfile.mkdtemp(prefix="ssebench-bundle-")))
     shutil.copytree(made.root, argv[0], symlinks=True, dirs_exist_ok=True)

@@ -21,8 +21,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ssebench.core.backends.bundle import Bundle, host_suffix
 from ssebench.core.errors import ConfigError
+from ssebench.evaluate.backends.bundle import Bundle, host_suffix
 
 MINIMUM = (3, 11)
 FETCH_SECONDS = 600.0

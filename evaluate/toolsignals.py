@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 
 from ssebench.core.gitignore import Ignore
 from ssebench.core.toolfiles import TOOL_OF, included_globs
-from ssebench.core.verdicts import Signal
+from ssebench.evaluate.verdicts import Signal
 
 Lines = Callable[[str], list[str]]  # a shipped file's lines
 
