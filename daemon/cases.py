@@ -68,15 +68,16 @@ def case_environment(
     sanitizer_exit: int | None = None,
 ) -> dict[str, str]:
     """The allow-list: PATH (less the folders the case cannot reach, so a command is found
-    where the case can run it), the locale, TERM and TZ, the task's `pass_env` names; then its
-    own TMPDIR, HOME, USER and LOGNAME, the task's `env`, SSE_TASK_DIR and SSE_SOURCE_DIR; and
-    the sanitizers' variables, their reports and status ours (daemon/sanitizers.py)."""
-    names = {*PASSED, *task.pass_env}
+    where the case can run it), the locale, TERM and TZ, the task's `pass_env` names and its
+    `default_env` (the daemon's value of each first); then its own TMPDIR, HOME, USER and
+    LOGNAME, the task's `env`, SSE_TASK_DIR and SSE_SOURCE_DIR; and the sanitizers' variables,
+    their reports and status ours (daemon/sanitizers.py)."""
     env = {
         name: value
         for name, value in environ.items()
-        if name in names or name.startswith(PASSED_PREFIXES)
+        if name in PASSED or name.startswith(PASSED_PREFIXES)
     }
+    env.update(task.passed_env(environ, tree))
     if "PATH" in env:
         env["PATH"] = _reachable_path(env["PATH"], tuple(roots))
     env.update(TMPDIR=folders.tmp, HOME=folders.home, USER=user.name, LOGNAME=user.name)

@@ -71,7 +71,7 @@ def sets_exit_code(values: Mapping[str, str]) -> bool:
 def exit_code(task: Task, environ: Mapping[str, str]) -> int | None:
     """A new case's N, unpredictable; None when the task (its `env`, or what it passes of
     `environ`) sets `exitcode` itself."""
-    passed = {name: environ[name] for name in task.pass_env if name in environ}
+    passed = task.passed_env(environ)
     return None if sets_exit_code({**passed, **task.env}) else secrets.choice(EXIT_CODES)
 
 

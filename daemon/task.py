@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import Field, PrivateAttr, ValidationError, WrapValidator, model_validator
+from pydantic_core import PydanticCustomError
 
 from ssebench.core.check import Check
 from ssebench.core.errors import ConfigError
@@ -19,6 +19,7 @@ from ssebench.daemon.checktable import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
 from ssebench.daemon.checktable import Files, Paths, TaskCheck, as_limits, task_checks
 from ssebench.daemon.confine.policy import Limits
 from ssebench.daemon.protect import globs
+from ssebench.daemon.taskenv import chosen, expand_folders, named_folders, variable_entry
 from ssebench.daemon.taskpaths import (
     covered,
     missing,
@@ -40,8 +41,6 @@ from ssebench.daemon.tomlrules import (
     variable_names,
 )
 
-# What expands in `env` values: these two, as $NAME or ${NAME}; nothing else (no shell runs).
-_FOLDER = re.compile(r"\$(?:(SSE_TASK_DIR|SSE_SOURCE_DIR)\b|\{(SSE_TASK_DIR|SSE_SOURCE_DIR)\})")
 # A Docker image reference: never empty, never read as a flag of `docker run` (no leading -).
 IMAGE = r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]*$"
 
@@ -93,9 +92,13 @@ class Task(Table):
         default_factory=dict,
         description="added to every case's environment; $SSE_TASK_DIR and $SSE_SOURCE_DIR expand",
     )
+    default_env: Annotated[dict[str, str], WrapValidator(env_table)] = Field(
+        default_factory=dict,
+        description="an image's environment: the daemon's own value of each name wins",
+    )
     readable: Annotated[
         tuple[Path, ...], then(Paths, "must be a list of absolute paths", readable_paths)
-    ] = Field((), description="system paths outside the usual ones a toolchain needs")
+    ] = Field((), description="system paths a toolchain needs, or $NAME: the folder it names")
     writable: Annotated[
         tuple[Path, ...], then(Paths, "must be a list of absolute paths of folders", writable_paths)
     ] = Field((), description="folders outside the tree that cases may write (in-image builds)")
@@ -138,6 +141,39 @@ class Task(Table):
         return self
 
     @model_validator(mode="after")
+    def _defaults_apply(self) -> Task:
+        """A default of a name `env` sets would never be taken: say so, rather than have the
+        task's author wonder why the user's value is not."""
+        for name in self.default_env:
+            if name in self.env:
+                raise at(("default_env", name), "env sets it too, and env always wins")
+        return self
+
+    @model_validator(mode="after")
+    def _readable_variables(self) -> Task:
+        """Each `readable` entry `$NAME` becomes the folders NAME names in the cases'
+        environment on this machine (`env`, else the daemon's, else `default_env`)."""
+        if not any(str(path).startswith("$") for path in self.readable):
+            return self
+        values = {**self.passed_env(os.environ), **self.env}
+        known = {*self.env, *self.default_env, *self.pass_env}
+        found: list[Path] = []
+        for path in self.readable:
+            name = variable_entry(str(path))
+            if name is None:
+                found.append(path)
+            elif name not in known:
+                why = "names no variable of the cases' environment (env, default_env, pass_env)"
+                raise at(("readable",), f"${name}: {why}")
+            else:
+                try:
+                    found += named_folders(name, values.get(name, ""), self.directory)
+                except PydanticCustomError as exc:
+                    raise at(("readable",), exc.message()) from None
+        object.__setattr__(self, "readable", tuple(dict.fromkeys(found)))  # frozen: made here
+        return self
+
+    @model_validator(mode="after")
     def _writes_beside_the_tree(self) -> Task:
         """A writable folder is neither the source tree, in it, nor above it: the tree is the
         runner copy's, which the cases write already."""
@@ -160,11 +196,16 @@ class Task(Table):
         """`env` as cases get it: $SSE_TASK_DIR and $SSE_SOURCE_DIR expanded to the task
         folder and to `tree`, where the case sees the tree (its runner copy), so a path beside
         the tree reaches the case wherever the tree is."""
-        folders = {"SSE_TASK_DIR": str(self.directory), "SSE_SOURCE_DIR": tree}
-        return {
-            name: _FOLDER.sub(lambda found: folders[found[1] or found[2]], value)
-            for name, value in self.env.items()
-        }
+        return expand_folders(self.env, self._folders(tree))
+
+    def passed_env(self, environ: Mapping[str, str], tree: str = "") -> dict[str, str]:
+        """What cases get of `environ` (the daemon's): the `pass_env` names it has, and each
+        `default_env` name as it has it, else the task's default (expanded as `env` is)."""
+        defaults = expand_folders(self.default_env, self._folders(tree))
+        return chosen(environ, self.pass_env, defaults)
+
+    def _folders(self, tree: str) -> dict[str, str]:
+        return {"SSE_TASK_DIR": str(self.directory), "SSE_SOURCE_DIR": tree}
 
     def commands(self) -> tuple[str, ...]:
         """Every case's command, of every check."""

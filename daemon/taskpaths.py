@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ssebench.daemon.confine.policy import SYSTEM
 from ssebench.daemon.confine.stash import away
+from ssebench.daemon.taskenv import variable_entry
 from ssebench.daemon.tomlrules import Context, problem
 
 # A task path in a command: the task folder (as $SSE_TASK_DIR/, ${SSE_TASK_DIR}/ or its own
@@ -81,10 +82,14 @@ def task_files(raw: list[str], context: Context) -> tuple[Path, ...]:
 
 def readable_paths(raw: list[str], context: Context) -> tuple[Path, ...]:
     """System paths a toolchain needs beyond the usual folders (/root/.pyenv, say): absolute,
-    existing (or the image's), and not task files (those are `files`, granted by level)."""
+    existing (or the image's), and not task files (those are `files`, granted by level). An
+    entry `$NAME` is kept as it is: the task finds the folders it names (daemon/taskenv.py)."""
     folder = context["path"].parent
     found = []
     for item in raw:
+        if variable_entry(item) is not None:
+            found.append(Path(item))
+            continue
         if not item.startswith("/"):
             raise problem(f"{item}: must be an absolute path (task files are `files`)")
         resolved, exists = resolve(folder, item, f"{item}: ")

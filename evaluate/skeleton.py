@@ -33,7 +33,10 @@ source = "src"
 # env = {{ ASAN_OPTIONS = "detect_leaks=0" }}
 # More of ssebench's own environment a case may see (by name; default none).
 # pass_env = ["CARGO_HOME"]
-# System paths a toolchain needs beyond /usr, /bin, /sbin, /lib*, /etc and /opt.
+# An image's environment: ssebench's own value of each name wins where it has one.
+# default_env = {{ GOFLAGS = "-mod=vendor" }}
+# System paths a toolchain needs beyond /usr, /bin, /sbin, /lib*, /etc and /opt; $NAME is the
+# folder the cases' environment names (a cache: $GOPATH).
 # readable = ["/root/.pyenv"]
 # Folders outside the tree that cases may write (an in-image build's output).
 # writable = ["/out"]
