@@ -60,7 +60,8 @@ def import_flags(cmd: argparse.ArgumentParser) -> None:
         "path",
         type=Path,
         metavar="SOURCE",
-        help="upstream: a task folder or /ssebench; secb: instances (JSON, JSON lines); "
+        help="upstream: a task folder, /ssebench, a dataset folder or a checkout; secb: "
+        "instances (JSON, JSON lines); "
         "arvo: metadata (JSON)",
     )
     cmd.add_argument("--out", type=Path, required=True, metavar="DIR", help="the dataset folder")

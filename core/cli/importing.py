@@ -30,6 +30,9 @@ def cmd_import(args: argparse.Namespace, root: Root) -> int:
     load = functools.partial(load_task, checks=checks, for_image=True)
     for folder in write_tasks(args.out, tasks, load):
         print(folder)
+    for task in tasks:
+        for note in task.notes:
+            print(f"ssebench: import {args.format}: {task.id}: {note}", file=sys.stderr)
     if args.format == "arvo":
         from ssebench.evaluate.importers.arvo import WITHHELD
 
@@ -45,7 +48,7 @@ def _read(args: argparse.Namespace) -> list[Imported]:
         if not given.is_dir():
             raise ConfigError(f"{given}: no such folder (an upstream task folder, or /ssebench)")
         source = _source(args.source)
-        return [import_upstream(given, source=source, image=args.image)]
+        return import_upstream(given, source=source, image=args.image)
     if not given.is_file():
         raise ConfigError(f"{given}: no such file")
     if args.format == "secb":

@@ -134,12 +134,14 @@ def image_path(value: str, where: str, key: str) -> str:
 
 @dataclass
 class Imported:
-    """One task folder to write: its id (the folder's name), task.toml's text, and its files
-    (a path in the folder: the bytes, and whether the file is a script run directly)."""
+    """One task folder to write: its id (the folder's name), task.toml's text, its files (a
+    path in the folder: the bytes, and whether the file is a script run directly), and what
+    its importer tells the user of it (`notes`, a line each)."""
 
     id: str
     toml: str
     files: dict[str, tuple[bytes, bool]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
     def add(self, path: str, data: bytes, *, script: bool = False) -> None:
         self.files[path] = (data, script)

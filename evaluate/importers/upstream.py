@@ -1,46 +1,46 @@
-"""`import upstream`: a task of the public ssebench project (a folder with a `Dockerfile` and
-`sse/`, or an image's `/ssebench` folder) as an ssebench task folder.
+"""`import upstream`: tasks of the public ssebench project (a folder with a `Dockerfile` and
+`sse/`, an image's `/ssebench` folder, a dataset folder of task folders, or a checkout's
+`datasets/`) as ssebench task folders.
 
 Its checks run as upstream runs them, in the source folder, its scripts directly (so their `#!`
 line holds): build = `scripts/build.sh`; each PoC = `scripts/run.sh <the PoC's absolute path>`,
-judged by exit status alone (0: no longer triggers); functional = `scripts/test.sh`; intent =
-the hidden-test diff (`files.future_test`) applied to a copy of the tree in the case's own
-folder, then `test.sh` there. The diff is applied as data: git runs with no repository,
-configuration, attribute, hook or filter from the tree, and never in the agent's tree.
+judged by exit status alone (0: no longer triggers), the PoC's folder with it as upstream's
+daemon stages it (a Go module, a crate); functional = `scripts/test.sh`; intent = the
+hidden-test diff (`files.future_test`) applied to a copy of the tree in the case's own folder,
+then `test.sh` there. The diff is applied as data: git runs with no repository, configuration,
+attribute, hook or filter from the tree, and never in the agent's tree. The image's `ENV` is the
+task's `default_env`, and the toolchain caches it names are readable by the cases.
 """
 
 from __future__ import annotations
 
 import os
-import re
-from pathlib import Path
-from typing import Annotated, Literal
+from pathlib import Path, PurePosixPath
 
-import yaml
-from pydantic import Field, StrictFloat, StrictInt, StrictStr, field_validator, model_validator
-
-from ssebench.core.tomltext import toml_array, toml_string
+from ssebench.core.tomltext import toml_array, toml_string, toml_value
 from ssebench.evaluate.importers.common import (
     BUILD_ENV,
     IMAGE_COMPONENT,
     OWN_NAMES,
     Imported,
     SourceError,
-    Strict,
     image_path,
     plain_name,
     provenance,
-    validated,
 )
+from ssebench.evaluate.importers.dockerfile import image_env, image_made
 from ssebench.evaluate.importers.protection import protected_globs, protected_lines
+from ssebench.evaluate.importers.upstreamfolder import (
+    Config,
+    TaskFolder,
+    read_config,
+    task_folders,
+)
 
 REGISTRY = "ghcr.io/42-b3yond-6ug/ssebench"
 TAG = "pilot-v1"  # the pilot dataset's version, upstream's default tag
-UPSTREAM_ID = r"[A-Za-z0-9]+(?:(?:[._]|__|-+)[A-Za-z0-9]+)*"
-RelPath = Annotated[str, Field(min_length=1)]
-Scalar = StrictStr | StrictInt | StrictFloat | None  # metadata ssebench keeps but never reads
-# A path we write into a command: nothing a shell would read as more than a name.
-_COMMAND_SAFE = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-/@%,=:")
+# The variables that name a language's toolchain caches, which its cases must read.
+CACHES = {"go": ("GOPATH", "GOMODCACHE"), "rust": ("CARGO_HOME", "RUSTUP_HOME")}
 INTENT = """\
 set -eu
 # The hidden tests (upstream: a fresh copy of the tree, the diff applied with git apply -p1),
@@ -55,130 +55,23 @@ GIT_DIR="$TMPDIR/no-repository" GIT_CEILING_DIRECTORIES="$TMPDIR" GIT_CONFIG_NOS
     git apply -p1 --whitespace=nowarn "$SSE_TASK_DIR/{diff}"
 exec "$SSE_TASK_DIR/{test}"
 """
+ENV_COMMENT = """\
+# The image's environment (its Dockerfile's ENV): a case gets ssebench's own value of each
+# name where it has one (a host run's), else the image's."""
+CACHE_COMMENT = "# The toolchain caches that environment names: cases read them where they are."
 
 
-class Description(Strict):
-    issue: StrictStr | None = None
-    crash_report: list[RelPath] | None = None
-    bug_description: StrictStr | None = None
-
-    @model_validator(mode="after")
-    def _one(self) -> Description:
-        if self.issue is None and self.crash_report is None and self.bug_description is None:
-            raise ValueError("needs at least one of issue, crash_report, bug_description")
-        return self
+def import_upstream(given: Path, *, source: Path | None, image: str | None) -> list[Imported]:
+    """Every task `given` holds; `source` and `image` name one task's tree and image."""
+    folders = task_folders(given)
+    if folders != [given] and (source is not None or image is not None):
+        flag = "--source" if source is not None else "--image"
+        raise SourceError(str(given), "", f"{flag} is one task's: import a dataset without it")
+    return [import_task(folder, source=source, image=image) for folder in folders]
 
 
-class Scripts(Strict):
-    build: RelPath | None = None
-    run: RelPath | None = None
-    test: RelPath | None = None
-
-
-class Files(Strict):
-    patch: RelPath | None = None
-    poc: list[RelPath] | None = None
-    future_test: RelPath | None = None
-    security_test: RelPath | None = None
-    intent_test: RelPath | None = None
-
-
-class Config(Strict):
-    id: StrictStr
-    project: StrictStr
-    repository: StrictStr
-    language: Literal["c", "go", "rust"]
-    source: StrictStr
-    task_description: Description
-    scripts: Scripts
-    files: Files
-    sanitizer: Scalar = None
-    type: Scalar = None
-    binary: Scalar = None
-    trigger_commit: Scalar = None
-    patch_commit: Scalar = None
-    reference: list[StrictStr] | None = None
-    originality: Literal["public", "crafted"] | None = None
-
-    @field_validator("id")
-    @classmethod
-    def _id(cls, value: str) -> str:
-        if not re.fullmatch(UPSTREAM_ID, value) or len(value) > 128:
-            raise ValueError(
-                f"not an upstream task id: letters and digits joined by ., _, __ or -, at most "
-                f"128 characters (got {value!r})"
-            )
-        return value
-
-    @field_validator("repository")
-    @classmethod
-    def _https(cls, value: str) -> str:
-        if not re.fullmatch(r"https://\S+", value):
-            raise ValueError(f"must be an https:// URL (got {value!r})")
-        return value
-
-
-class _Loader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML ships no types
-    """YAML as data (no tags run), a key given twice refused rather than the last one kept."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[object, object]:
-        keys = [self.construct_object(key, deep=deep) for key, _ in node.value]
-        for key in keys:
-            if keys.count(key) > 1:
-                twice = f"{key!r} is given twice"
-                raise yaml.constructor.ConstructorError(None, None, twice, node.start_mark)
-        mapping: dict[object, object] = super().construct_mapping(node, deep=deep)
-        return mapping
-
-
-class _Folder:
-    """Where a config's paths lie: relative to /ssebench in the image, which a task folder's
-    Dockerfile makes of `sse/` (its scripts moved from `sse/` to `scripts/`)."""
-
-    def __init__(self, given: Path) -> None:
-        if (given / "sse" / "config.yaml").is_file():
-            if not (given / "Dockerfile").is_file():
-                raise SourceError(str(given), "", "an upstream task folder has a Dockerfile")
-            self.root, self.task_folder = given / "sse", True
-        elif (given / "config.yaml").is_file():
-            self.root, self.task_folder = given, False
-        else:
-            why = "neither an upstream task folder (Dockerfile, sse/config.yaml) nor an image's "
-            raise SourceError(str(given), "", why + "/ssebench folder (config.yaml)")
-        self.config = self.root / "config.yaml"
-        self.root = self.root.resolve()
-
-    def file(self, raw: str, key: str) -> bytes:
-        """The file a config path names: inside the folder, by any link, or one line."""
-        if raw.startswith("/") or not set(raw) <= _COMMAND_SAFE:
-            why = f"must be a relative path of plain names (got {raw!r})"
-            raise SourceError(str(self.config), key, why)
-        tries = [raw]
-        if self.task_folder and raw.startswith("scripts/"):
-            tries.append(raw.removeprefix("scripts/"))
-        for candidate in tries:
-            path = (self.root / candidate).resolve()
-            if not path.is_relative_to(self.root):
-                raise SourceError(str(self.config), key, f"{raw} leaves the task folder")
-            if path.is_file():
-                return path.read_bytes()
-        raise SourceError(str(self.config), key, f"{raw}: no such file in {self.root}")
-
-
-def read_config(folder: _Folder) -> tuple[Config, bytes]:
-    raw = folder.config.read_bytes()
-    try:
-        data = yaml.load(raw, Loader=_Loader)
-    except yaml.YAMLError as exc:
-        where = getattr(exc, "problem_mark", None)
-        line = f" (line {where.line + 1})" if where is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise SourceError(str(folder.config), "", f"not valid YAML: {problem}{line}") from None
-    return validated(Config, data, str(folder.config)), raw
-
-
-def import_upstream(given: Path, *, source: Path | None, image: str | None) -> Imported:
-    folder = _Folder(given)
+def import_task(given: Path, *, source: Path | None, image: str | None) -> Imported:
+    folder = TaskFolder(given)
     config, raw = read_config(folder)
     where = str(folder.config)
     if folder.task_folder and config.id != given.resolve().name:
@@ -186,7 +79,7 @@ def import_upstream(given: Path, *, source: Path | None, image: str | None) -> I
     in_image = image_path(config.source, where, "source")
     task = Imported(config.id, "")
     task.add("upstream/config.yaml", raw)
-    if folder.task_folder:
+    if folder.dockerfile is not None:
         task.add("upstream/Dockerfile", (given / "Dockerfile").read_bytes())
     scripts = {  # run directly: their #! line holds
         key: _add(folder, task, path, f"scripts.{key}", script=True)
@@ -201,12 +94,44 @@ def import_upstream(given: Path, *, source: Path | None, image: str | None) -> I
         f"image = {toml_string(image or _image(given, config, where))}",
         # No secret: the agent's image has them in /ssebench. Every check reads them.
         *([toml_array(list(scripts.values()), "files")] if scripts else []),
-        "# The image's build variables (a case's environment is an allow-list).",
-        toml_array(list(BUILD_ENV), "pass_env"),
+        *_environment(folder, config),
         protected_lines(protected_globs(source, fix)).rstrip("\n"),
     ]
     task.toml = "\n".join(lines) + "\n" + "".join(checks)
+    task.notes += _notes(folder, task, scripts)
     return task
+
+
+def _environment(folder: TaskFolder, config: Config) -> list[str]:
+    """The image's ENV as defaults, its build variables, and the caches they name."""
+    caches = CACHES.get(config.language, ())
+    defaults = image_env(folder.dockerfile or "")
+    lines = [f"{ENV_COMMENT}\ndefault_env = {toml_value(defaults)}"] if defaults else []
+    lines += [
+        "# The image's build variables (a case's environment is an allow-list).",
+        toml_array([*BUILD_ENV, *(name for name in caches if name not in BUILD_ENV)], "pass_env"),
+    ]
+    if caches:
+        lines += [CACHE_COMMENT, toml_array([f"${name}" for name in caches], "readable")]
+    return lines
+
+
+def _notes(folder: TaskFolder, task: Imported, scripts: dict[str, str]) -> list[str]:
+    """What the task folder cannot carry: what only the image has of /ssebench."""
+    notes = []
+    if made := image_made(folder.dockerfile or ""):
+        shown = made[0] if len(made[0]) <= 90 else made[0][:87] + "..."
+        notes.append(
+            f"its image makes more of /ssebench than sse/ holds ({shown}): run the task in its "
+            "image, or import the image's /ssebench folder"
+        )
+    for script in scripts.values():
+        if b"/ssebench/" in task.files[script][0]:
+            notes.append(
+                f"{script} names /ssebench/, the image's folder, which no case reads (the task "
+                "has it as $SSE_TASK_DIR): make the script name $SSE_TASK_DIR there"
+            )
+    return notes
 
 
 def _scripts(config: Config) -> list[tuple[str, str]]:
@@ -214,7 +139,9 @@ def _scripts(config: Config) -> list[tuple[str, str]]:
     return [(key, path) for key, path in [*named, ("test", config.scripts.test)] if path]
 
 
-def _checks(folder: _Folder, config: Config, task: Imported, copied: dict[str, str]) -> list[str]:
+def _checks(
+    folder: TaskFolder, config: Config, task: Imported, copied: dict[str, str]
+) -> list[str]:
     """Each check's table (its scripts `copied` to the task folder), its files added to `task`."""
     config_file = str(folder.config)
     if config.files.patch:
@@ -227,7 +154,7 @@ def _checks(folder: _Folder, config: Config, task: Imported, copied: dict[str, s
     tables = []
     if "build" in copied:
         tables.append(f"\n[checks.build]\nrun = {toml_string(_run(copied['build']))}\n")
-    pocs = [_add(folder, task, p, f"files.poc.{i}") for i, p in enumerate(config.files.poc or [])]
+    pocs, granted = _pocs(folder, config, task)
     if pocs:
         if "run" not in copied:
             raise SourceError(config_file, "files.poc", "PoCs need scripts.run")
@@ -235,7 +162,7 @@ def _checks(folder: _Folder, config: Config, task: Imported, copied: dict[str, s
         tables.append(
             "\n# Judged as upstream judges them, by run.sh's exit status (0: no longer triggers),\n"
             "# and by a sanitizer's report, which reaches the log whatever run.sh reads.\n"
-            f"[checks.pocs]\n{toml_array(pocs, 'files')}\n"
+            f"[checks.pocs]\n{toml_array(granted, 'files')}\n"
             f"{toml_array(cases, 'cases', one_a_line=True)}\n"
             "triggered_if = { passing_exit_codes = [0] }\n"
         )
@@ -251,13 +178,50 @@ def _checks(folder: _Folder, config: Config, task: Imported, copied: dict[str, s
     return tables
 
 
-def _add(folder: _Folder, task: Imported, path: str, key: str, *, script: bool = False) -> str:
+def _pocs(folder: TaskFolder, config: Config, task: Imported) -> tuple[list[str], list[str]]:
+    """The PoCs (their paths in the task folder) and the PoC check's files: as upstream's daemon
+    stages a PoC, it comes with the rest of its top-level folder (a Go module's go.mod, a
+    crate's Cargo.toml: run.sh copies the folder) unless that folder holds another hidden file
+    (the fix, the hidden tests), which no PoC case may read: then the PoC alone."""
+    files = config.files
+    hidden = [files.patch, files.future_test, files.security_test, files.intent_test]
+    tops_hidden = {_top(path) for path in hidden if path}
+    pocs: list[str] = []
+    granted: list[str] = []
+    for index, path in enumerate(files.poc or []):
+        key = f"files.poc.{index}"
+        name = _add(folder, task, path, key)
+        top = _top(path)
+        if top is None or top in tops_hidden:
+            granted.append(name)
+        elif top not in granted:
+            granted.append(_name(folder, top, key))
+            for inner, data, executable in folder.folder_files(top, key):
+                task.add(_name(folder, inner, key), data, script=executable)
+        pocs.append(name)
+    return pocs, granted
+
+
+def _top(path: str) -> str | None:
+    """The top-level folder of a config path; None for a file at the top."""
+    parts = PurePosixPath(os.path.normpath(path)).parts
+    return parts[0] if len(parts) > 1 else None
+
+
+def _add(folder: TaskFolder, task: Imported, path: str, key: str, *, script: bool = False) -> str:
     """Copy a file the config names to the same path in the task folder."""
+    name = _name(folder, path, key)
+    task.add(name, folder.file(path, key), script=script)
+    return name
+
+
+def _name(folder: TaskFolder, path: str, key: str) -> str:
+    """The path a config path has in the task folder, where nothing of ours lies (one that
+    leaves the folder is refused as it is read)."""
     name = os.path.normpath(path)
-    if name in OWN_NAMES or name.startswith("upstream/") or name in ("..", "."):
+    if name in (*OWN_NAMES, "upstream", ".") or name.startswith("upstream/"):
         why = f"{path}: the imported task keeps a file of its own there"
         raise SourceError(str(folder.config), key, why)
-    task.add(name, folder.file(path, key), script=script)
     return name
 
 

@@ -117,9 +117,10 @@ def test_a_bad_upstream_config_is_one_line(
     cli: Cli, tmp_path: Path, edit: Callable[[str], str], problem: str
 ) -> None:
     folder = benchsamples.upstream_task(tmp_path)
-    (folder / "sse" / "pocs" / "link").symlink_to("/etc/passwd")
     config = folder / "sse" / "config.yaml"
     config.write_text(edit(config.read_text()))
+    if "pocs/link" in config.read_text():
+        (folder / "sse" / "pocs" / "link").symlink_to("/etc/passwd")
     line = refused(cli, tmp_path / "out", "upstream", str(folder))
     expected = f"{config}: {problem}".replace("SSE", str((folder / "sse").resolve()))
     assert line.startswith(expected) if problem.endswith(": ") else line == expected
@@ -131,9 +132,11 @@ def test_a_folder_that_is_no_upstream_task_is_one_line(cli: Cli, tmp_path: Path)
     assert refused(cli, out, "upstream", str(tmp_path / "nope")) == (
         f"{tmp_path / 'nope'}: no such folder (an upstream task folder, or /ssebench)"
     )
-    assert refused(cli, out, "upstream", str(tmp_path)) == (
-        f"{tmp_path}: neither an upstream task folder (Dockerfile, sse/config.yaml) nor an "
-        "image's /ssebench folder (config.yaml)"
+    (tmp_path / "empty").mkdir()
+    assert refused(cli, out, "upstream", str(tmp_path / "empty")) == (
+        f"{tmp_path / 'empty'}: neither an upstream task folder (Dockerfile, sse/config.yaml), an "
+        "image's /ssebench folder (config.yaml), a dataset folder of task folders (datasets/pilot) "
+        "nor a checkout (datasets/)"
     )
     (folder / "Dockerfile").unlink()
     assert refused(cli, out, "upstream", str(folder)) == (

@@ -63,7 +63,7 @@ run = '"$SSE_TASK_DIR/scripts/build.sh"'
 # Judged as upstream judges them, by run.sh's exit status (0: no longer triggers),
 # and by a sanitizer's report, which reaches the log whatever run.sh reads.
 [checks.pocs]
-files = ['pocs/crash-1.bin', 'pocs/crash-2.bin', 'pocs/crash-3.bin']
+files = ['pocs']
 cases = [
     '"$SSE_TASK_DIR/scripts/run.sh" "$SSE_TASK_DIR/pocs/crash-1.bin"',
     '"$SSE_TASK_DIR/scripts/run.sh" "$SSE_TASK_DIR/pocs/crash-2.bin"',
