@@ -1,0 +1,3 @@
+#!/bin/bash
+set -euo pipefail
+go test ./... -count=1

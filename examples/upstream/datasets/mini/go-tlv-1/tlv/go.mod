@@ -1,0 +1,3 @@
+module example.com/tlv
+
+go 1.19

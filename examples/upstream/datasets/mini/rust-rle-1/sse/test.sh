@@ -1,0 +1,2 @@
+#!/bin/bash -eu
+cargo test --offline
