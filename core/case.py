@@ -19,6 +19,12 @@ _SCAN_CHUNK = 1 << 20
 _LINE_OVERLAP = 1 << 16
 # Known only inside the daemon, for its judge; the wire carries `log_id` instead of the path.
 DAEMON_SIDE = frozenset({"log_path", "options", "sanitizer_exit"})
+# The statuses a case's sanitizers may be told to end it with (one N drawn for each case): above
+# what programs use for their own errors (1-10 or so: xmllint, curl, wget) and sysexits.h
+# (64-78; 77 is also automake's "skipped"), below timeout(1)'s 124, git bisect's 125 (skip),
+# the shell's 126 and 127 and the 128+N of a signal. A program whose own statuses lie here has
+# its task set `exitcode` itself (docs/tasks.md). So a status here tells nothing across cases.
+SANITIZER_EXITS = tuple(range(79, 124))
 
 
 @dataclass(frozen=True)

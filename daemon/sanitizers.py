@@ -18,6 +18,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Mapping
 
+from ssebench.core.case import SANITIZER_EXITS
 from ssebench.daemon.task import Task
 
 VARIABLES = (
@@ -25,11 +26,7 @@ VARIABLES = (
     *("LSAN_OPTIONS", "TSAN_OPTIONS", "HWASAN_OPTIONS"),
 )
 PREFIX = "report"  # a runtime names its report <prefix>.<pid>
-# N: above what programs use for their own errors (1-10 or so: xmllint, curl, wget) and
-# sysexits.h (64-78; 77 is also automake's "skipped"), below timeout(1)'s 124, git bisect's 125
-# (skip), the shell's 126 and 127 and the 128+N of a signal. A program whose own statuses lie
-# here has its task set `exitcode` itself (docs/tasks.md).
-EXIT_CODES = tuple(range(79, 124))
+EXIT_CODES = SANITIZER_EXITS  # N, drawn for each case (core/case.py says why these)
 _SEPARATORS = " ,:\n\t\r"  # what separates two flags (sanitizer_flag_parser.cpp)
 
 

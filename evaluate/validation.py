@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ssebench.core.case import SANITIZER_EXITS
 from ssebench.core.check import Check, Outcome
 from ssebench.evaluate import verdicts
 from ssebench.evaluate.verdicts import dump
@@ -88,6 +89,40 @@ def case_verdicts(shipped: Sequence[Outcome], fixed: Sequence[Outcome]) -> list[
     return rows
 
 
+def same_end(shipped: Sequence[Outcome], fixed: Sequence[Outcome], row: CaseVerdicts) -> str | None:
+    """How the case ended in every run on both trees, when that was one way (`exit status 1`,
+    `signal 11`, `timed out`): a PoC that ends so whatever the tree may never reach the bug
+    (upstream judges a PoC by run.sh's exit status, and a PoC that cannot even build exits 1).
+    None when the ends differ, or one is a status the case's sanitizers were given (a fresh N
+    for each case: alike by chance only)."""
+    ends = set()
+    for outcome in (*shipped, *fixed):
+        check = next(o for o in outcome.outcomes if o.check.key == row.check.key)
+        for case in (c for c in check.cases if c.index == row.index):
+            ends.add((case.exit_code, case.signal, case.timed_out))
+    if len(ends) != 1:
+        return None
+    ((code, signal, timed_out),) = ends
+    if timed_out:
+        return "timed out"
+    if signal is not None:
+        return f"signal {signal}"
+    return None if code is None or code in SANITIZER_EXITS else f"exit status {code}"
+
+
+def failed_with_fix(shipped: Sequence[Outcome], fixed: Sequence[Outcome], row: CaseVerdicts) -> str:
+    """The problem of a case that fails with the fix; a PoC that ended as it did as shipped is
+    named as the set-up problem it may be."""
+    end = same_end(shipped, fixed, row) if row.check.shows_fix else None
+    if end is None:
+        return f"{row.label}: FAILED {FIXED}; every check must pass with it"
+    return (
+        f"{row.label}: FAILED {FIXED}, ending as it did {SHIPPED} ({end}, every run): it may "
+        "never reach the bug, a set-up problem (it cannot build, or find its files: --logs DIR "
+        "keeps its log), unless the fix does not fix it"
+    )
+
+
 def judge_task(
     shipped: Sequence[Outcome],
     fixed: Sequence[Outcome],
@@ -119,7 +154,7 @@ def judge_task(
         elif not (row.check.shows_fix or row.check.fails_as_shipped) and as_shipped is False:
             problems.append(f"{row.label}: FAILED {SHIPPED}; it must pass there")
         if with_fix is False:
-            problems.append(f"{row.label}: FAILED {FIXED}; every check must pass with it")
+            problems.append(failed_with_fix(shipped, fixed, row))
     for check in {row.check.key: row.check for row in rows}.values():
         mine = [row for row in rows if row.check.key == check.key]
         if check.fails_as_shipped and all(all(v is True for v in r.shipped) for r in mine):

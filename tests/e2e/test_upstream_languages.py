@@ -63,18 +63,19 @@ class Language:
     tools: tuple[str, ...]
     triggered: str  # what the PoC's log says as shipped
     poc_files: tuple[str, ...]  # the PoC's folder, as it travels with it
+    unbuilt: int  # run.sh's status when the PoC's go.mod or Cargo.toml is not there
 
 
 LANGUAGES = {
     "go": Language(
         "go-tlv-1", "tlv", ("go",),
         "panic: runtime error: slice bounds out of range [:202] with capacity 4\n",
-        ("pocs/go.mod", "pocs/poc.go"),
+        ("pocs/go.mod", "pocs/poc.go"), 1,
     ),
     "rust": Language(
         "rust-rle-1", "rle", ("cargo", "rustc"),
         "thread 'main' panicked at 'range end index 7 out of range for slice of length 3'",
-        ("pocs/Cargo.toml", "pocs/src/main.rs"),
+        ("pocs/Cargo.toml", "pocs/src/main.rs"), 2,
     ),
 }  # fmt: skip
 
@@ -165,3 +166,29 @@ def test_grade_resolves_its_fix_and_not_an_empty_patch(
         "empty": ["passed", "failed", "failed", "passed"],
     }
     assert found["fix"]["protected"] == {"reverted": []}  # the fix stays whole
+
+
+def test_a_poc_without_its_module_is_named_a_set_up_problem(
+    run_cli: RunCli, imported: Imported, tmp_path: Path
+) -> None:
+    """As the importer left a Go pilot task's PoC (poc.go without its go.mod): run.sh fails the
+    same way on both trees, which upstream's exit-status rule reads as still triggering."""
+    task = tmp_path / imported.language.id
+    shutil.copytree(imported.task, task)
+    (task / imported.language.poc_files[0]).unlink()
+    done = run_cli("validate", "--task", str(task), "--fix", str(task / "fix.patch"),
+                   *_isolation(MECHANISMS[0]))  # fmt: skip
+    assert (done.returncode, done.stdout) == (
+        1,
+        (
+            SOUND.replace(
+                "PoCs              FAILED      passed", "PoCs              FAILED      FAILED"
+            ).replace(
+                "\nThe task is sound.\n",
+                "\nProblems:\n- PoCs: FAILED with the fix, ending as it did as shipped (exit "
+                f"status {imported.language.unbuilt}, every run): it may never reach the bug, a "
+                "set-up problem (it cannot build, or find its files: --logs DIR keeps its log), "
+                "unless the fix does not fix it\n\nThe task is NOT sound.\n",
+            )
+        ),
+    ), done.stderr

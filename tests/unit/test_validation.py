@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
-from ssebench.core.case import CaseRun
+from ssebench.core.case import SANITIZER_EXITS, CaseRun
 from ssebench.core.check import Check, CheckOutcome, Outcome, Status
 from ssebench.evaluate.validation import judge_task, validation_json, validation_table
 from ssebench.plugins.build import BUILD
@@ -153,3 +154,58 @@ def test_checks_are_known_by_their_fields_not_their_names() -> None:
     )
     problems = judge_task([renamed], [outcome(FIXED)]).problems
     assert problems == ("proofs case 0: passed as shipped; it must fail there (show the bug)",)
+
+
+def ended(outcome_: Outcome, key: str, **ends: tuple[int | None, int | None, bool]) -> Outcome:
+    """`outcome_` with its `key` cases ended as `ends` say: case_N=(exit code, signal, timed
+    out)."""
+    checked = []
+    for o in outcome_.outcomes:
+        if o.check.key == key:
+            o = CheckOutcome(o.check, o.status, o.total_cases, tuple(
+                replace(case, exit_code=ends[f"case_{case.index}"][0],
+                        signal=ends[f"case_{case.index}"][1],
+                        timed_out=ends[f"case_{case.index}"][2])
+                if f"case_{case.index}" in ends else case
+                for case in o.cases
+            ))  # fmt: skip
+        checked.append(o)
+    return Outcome(None, tuple(checked), ())
+
+
+def test_a_poc_ending_the_same_way_on_both_trees_is_named_a_set_up_problem() -> None:
+    """A Go PoC that cannot build (its go.mod missing) exits 1 as shipped and with the fix."""
+    fixed = outcome(changed(FIXED, pocs=[False, False], intent=[False]))
+    runs = (
+        [ended(outcome(SHIPPED), "pocs", case_0=(1, None, False), case_1=(2, None, False))] * 2,
+        [ended(fixed, "pocs", case_0=(1, None, False), case_1=(1, None, False))] * 2,
+    )
+    assert judge_task(*runs).problems == (
+        "PoCs case 0: FAILED with the fix, ending as it did as shipped (exit status 1, every "
+        "run): it may never reach the bug, a set-up problem (it cannot build, or find its files: "
+        "--logs DIR keeps its log), unless the fix does not fix it",
+        "PoCs case 1: FAILED with the fix; every check must pass with it",  # 2, then 1
+        "intent tests: FAILED with the fix; every check must pass with it",  # no PoC: no rule
+    )
+    for end, shown in [((None, 11, False), "signal 11"), ((None, 15, True), "timed out")]:
+        runs = (
+            [ended(outcome(SHIPPED), "pocs", case_0=end)],
+            [ended(outcome(changed(FIXED, pocs=[False, True])), "pocs", case_0=end)],
+        )
+        assert f"as shipped ({shown}, every run)" in judge_task(*runs).problems[0]
+
+
+def test_a_sanitizers_status_is_alike_by_chance_only() -> None:
+    """Each case's sanitizers get an N of their own: two alike tell nothing of the PoC."""
+    runs = (
+        [ended(outcome(SHIPPED), "pocs", case_0=(SANITIZER_EXITS[3], None, False))],
+        [ended(outcome(changed(FIXED, pocs=[False, True])), "pocs",
+               case_0=(SANITIZER_EXITS[3], None, False))],
+    )  # fmt: skip
+    assert judge_task(*runs).problems == (
+        "PoCs case 0: FAILED with the fix; every check must pass with it",
+    )
+    runs = (runs[0] * 2, [runs[1][0], ended(runs[1][0], "pocs", case_0=(1, None, False))])
+    assert judge_task(*runs).problems == (
+        "PoCs case 0: FAILED with the fix; every check must pass with it",
+    )
