@@ -31,7 +31,10 @@ PROGRESS_INTERVAL = 15.0
 
 
 SECONDS_ERROR = "must be a positive number of seconds"
-URL_EXAMPLE = "expected an http:// or https:// URL such as http://127.0.0.1:3001"
+URL_EXAMPLE = (
+    "expected an http:// or https:// URL such as http://127.0.0.1:3001, or unix:PATH for a "
+    "Unix socket"
+)
 
 
 def positive_seconds(raw: str) -> float:
@@ -49,6 +52,8 @@ def positive_seconds(raw: str) -> float:
 def _url_problem(raw: str) -> str | None:
     if any(char.isspace() or not char.isprintable() for char in raw):
         return "a control character or a space in it"
+    if raw.startswith("unix:"):
+        return None if raw.startswith("unix:/") else "a socket's path must be absolute"
     try:
         parts = urlsplit(raw)
     except ValueError:  # "Invalid IPv6 URL", the only thing urlsplit refuses here

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from ssebench.core.cli.parser import EXIT_FAILED, EXIT_INTERNAL, EXIT_OK
 from ssebench.core.cli.root import Root
-from ssebench.core.errors import ConfigError, DaemonError, NoVerdict
+from ssebench.core.errors import ConfigError, DaemonError, NoVerdict, PatchError
 from ssebench.core.orchestrator import Progress
 from ssebench.core.report import HEADLINE, INTERNAL_FAILURE, internal_failure
 
@@ -82,23 +82,34 @@ def cmd_check(args: argparse.Namespace, root: Root) -> int:
 
 
 def grade_in_place(args: argparse.Namespace, root: Root) -> int:
-    """`grade --task DIR` (the tree as it is) or `grade --daemon-url URL` (a daemon's tree)."""
+    """`grade --task DIR` (the tree as it is) or `grade` through a running daemon (its tree;
+    an upstream daemon's admin socket grades the agent's diff on a copy of its own)."""
     from ssebench.core.check import Outcome
+    from ssebench.core.daemons.connect import daemon_location, where_daemons_are
     from ssebench.core.orchestrator import run_checks
-    from ssebench.evaluate.grade import grade_json
+    from ssebench.evaluate.grade import grade_json, patched_grade
+    from ssebench.evaluate.verdicts import dump
 
-    if root.task is None and root.settings.daemon_url is None:
-        raise ConfigError("grade needs --task DIR, or --daemon-url URL for a running daemon")
+    if root.task is None and daemon_location(root.settings.daemon_url, grading=True) is None:
+        where = where_daemons_are(grading=True)
+        raise ConfigError(f"grade needs --task DIR, or a daemon to grade through: {where}")
     progress = stderr_progress(args.quiet)
     root.announce(quiet=args.quiet)
 
-    async def job() -> Outcome:
+    async def job() -> Outcome | PatchError:
         async with root.open_daemon(None, grading=True) as daemon:
-            return await run_checks(
-                root.registry.checks, None, daemon, coverage=False, progress=progress
-            )
+            try:
+                return await run_checks(
+                    root.registry.checks, None, daemon, coverage=False, progress=progress
+                )
+            except PatchError as exc:  # the daemon's copy for grading: the diff did not apply
+                return exc
 
-    answer = grade_json(run_job(job))
+    graded = run_job(job)
+    if isinstance(graded, PatchError):
+        answer = dump(patched_grade(None, str(graded)))
+    else:
+        answer = grade_json(graded)
     print(json.dumps(answer, indent=2))
     return EXIT_OK if answer["resolved"] else EXIT_FAILED
 

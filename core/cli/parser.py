@@ -144,7 +144,10 @@ def build_parser() -> argparse.ArgumentParser:
     where = grade.add_mutually_exclusive_group()
     task_flag(where)
     where.add_argument(
-        "--daemon-url", type=_daemon_url, help="grade through a running daemon instead"
+        "--daemon-url",
+        type=_daemon_url,
+        help="grade through a running daemon instead (unix:PATH for a socket; for the upstream "
+        "daemon, its admin socket: SSE_ADMIN_SOCKET)",
     )
     grade.add_argument("--daemon-api", type=_daemon_api, choices=DAEMON_API_CHOICES,
                        default="auto", help=f"with --daemon-url: {DAEMON_API_HELP}")  # fmt: skip

@@ -59,8 +59,10 @@ class HttpApi:
         *,
         timeout: float | None = None,
         json: dict[str, Any] | None = None,
+        answers: tuple[int, ...] = (200,),
     ) -> httpx.Response:
-        """The answer when it is a 200; anything else is a DaemonError naming the route."""
+        """The answer when its status is one of `answers` (a 200); anything else is a
+        DaemonError naming the route."""
         read = self.timeouts.query if timeout is None else timeout
         try:
             response = await self.client.request(
@@ -68,14 +70,15 @@ class HttpApi:
             )
         except httpx.HTTPError as exc:
             raise DaemonError(f"{method} {path}: {describe_error(exc)}") from exc
-        if response.status_code != 200:
-            why = self.explain(response.status_code)
+        if response.status_code not in answers:
+            why = self.explain(response.status_code, path)
             body = one_line(response.text[:200])
             raise DaemonError(f"{method} {path}: HTTP {response.status_code}{why}: {body}")
         return response
 
-    def explain(self, status: int) -> str:
-        """What a status means for this API, if more than its number (a subclass says)."""
+    def explain(self, status: int, path: str) -> str:
+        """What a status of `path` means for this API, if more than its number (a subclass
+        says)."""
         return ""
 
     async def query(

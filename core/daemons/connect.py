@@ -33,6 +33,8 @@ log = logging.getLogger("ssebench")
 
 SOCKET_VARIABLE = "SSE_DAEMON_SOCKET"
 TCP_VARIABLE = "SSE_AGENT_DOCKER"
+ADMIN_VARIABLE = "SSE_ADMIN_SOCKET"  # the upstream daemon's admin socket: the one that grades
+UNIX = "unix:"  # --daemon-url unix:PATH: a Unix socket
 PROBE_TIMEOUT = 5.0
 M = TypeVar("M")
 
@@ -48,12 +50,19 @@ class Location:
         return f"unix:{self.uds}" if self.uds else self.url
 
 
-def daemon_location(url: str | None, environ: Mapping[str, str] | None = None) -> Location | None:
-    """A given URL first (a flag overrides the environment), then the upstream SDK's order:
-    the socket in SSE_DAEMON_SOCKET, else TCP to the host:port in SSE_AGENT_DOCKER."""
+def daemon_location(
+    url: str | None, environ: Mapping[str, str] | None = None, *, grading: bool = False
+) -> Location | None:
+    """A given URL first (a flag overrides the environment; `unix:PATH` a socket), then, to
+    grade, the upstream daemon's admin socket in SSE_ADMIN_SOCKET, then the upstream SDK's
+    order: the socket in SSE_DAEMON_SOCKET, else TCP to the host:port in SSE_AGENT_DOCKER."""
     env = os.environ if environ is None else environ
+    if url and url.startswith(UNIX):
+        return Location("http://localhost", uds=url.removeprefix(UNIX))
     if url:
         return Location(url.rstrip("/"))
+    if grading and env.get(ADMIN_VARIABLE):
+        return Location("http://localhost", uds=env[ADMIN_VARIABLE])
     if env.get(SOCKET_VARIABLE):
         return Location("http://localhost", uds=env[SOCKET_VARIABLE])
     if tcp := env.get(TCP_VARIABLE):
@@ -66,6 +75,15 @@ def unsupported_warning(names: Sequence[str]) -> str:
     return (
         f"the upstream daemon cannot run {', '.join(names)}: test_patch reports "
         f"{'it' if len(names) == 1 else 'them'} as not run (this daemon cannot run it)"
+    )
+
+
+def where_daemons_are(grading: bool) -> str:
+    """How a daemon is given, for a line that says none was."""
+    variables = [ADMIN_VARIABLE] * grading + [SOCKET_VARIABLE, TCP_VARIABLE]
+    return (
+        f"give --daemon-url URL (unix:PATH for a socket), or set {', '.join(variables[:-1])} "
+        f"or {variables[-1]}"
     )
 
 
@@ -212,12 +230,9 @@ async def open_daemon(
     """
     if api not in DAEMON_APIS:
         raise ConfigError(f"--daemon-api must be one of {', '.join(DAEMON_APIS)} (got {api!r})")
-    location = daemon_location(url, environ)
+    location = daemon_location(url, environ, grading=grading)
     if location is None:
-        raise ConfigError(
-            f"no daemon to talk to: give --daemon-url URL, or set {SOCKET_VARIABLE} or "
-            f"{TCP_VARIABLE}"
-        )
+        raise ConfigError(f"no daemon to talk to: {where_daemons_are(grading)}")
     # Plain HTTP needs no TLS context, and loading the CA bundle costs a tenth of a second.
     verify = location.url.startswith("https://")
     uds = location.uds

@@ -1,10 +1,17 @@
 """A client for the upstream ssebench daemon (the public project's API), behind our `Daemon`.
 
 Task containers of the public project already run that daemon; speaking its API lets our
-server replace the stock MCP server there and give the same report as on our own daemon.
-Its answers come back whole, stdout and stderr apart, so this client joins them (stdout, then
-stderr: order across the two is lost) and keeps the logs of the current run in memory, to
-open as log sources as our orchestrator expects from a daemon that spools logs.
+server replace the stock MCP server there, and `grade` grade through it, as upstream's own SDK,
+MCP server and evaluator do (its openapi.yaml, handlers and SDK: docs/upstream.md):
+- its answers come back whole, stdout and stderr apart; the log is joined as upstream's MCP
+  server shows it, `f"{stdout}\\n\\n{stderr}"`, and kept in memory for the current run only;
+- a case passes when its `code` is 0; `code: -1` is any process that ended without an exit
+  status (a signal), or a PoC run before any build: it fails, as upstream's evaluator counts it;
+- hidden tests that do not apply (500 `git apply failed`) are intent tests that failed
+  (`code: 1`, the message its log), as upstream's SDK has them; the functional tests then run;
+- grading goes through the daemon's admin socket: `POST /prepare_grading` once (the agent's
+  diff applied to the copy that is graded), then each action with `{"grading": true}`. An
+  agent-facing listener refuses both (403), whatever our level says.
 """
 
 from __future__ import annotations
@@ -19,8 +26,8 @@ from pydantic import BaseModel, ConfigDict
 
 from ssebench.core.case import CaseRun
 from ssebench.core.check import Check
-from ssebench.core.daemons.base import HttpApi, Timeouts
-from ssebench.core.errors import DaemonError
+from ssebench.core.daemons.base import HttpApi, Timeouts, parse
+from ssebench.core.errors import DaemonError, PatchError
 from ssebench.core.logsource import BytesLog, LogSource
 
 # Our check key -> the upstream action that runs it. Only these four exist upstream.
@@ -32,6 +39,19 @@ ACTIONS: dict[str, str] = {
 }
 # The upstream daemon gives no time limits; a build may legitimately take an hour.
 RUN_TIMEOUT = 4 * 3600.0
+# The start of the error a daemon gives for a diff that does not apply (its hidden tests, or
+# the agent's diff at /prepare_grading): upstream's SDK reads exactly this.
+NOT_APPLIED = "git apply failed"
+# What a 403 means (openapi.yaml's x-access and x-difficulty-gate): grading asked of an
+# agent-facing listener, or an action that listener withholds.
+AGENT_FACING = (
+    " (only the daemon's admin socket grades, and this listener is the agent's: give the admin "
+    "socket, SSE_ADMIN_SOCKET, or --daemon-url unix:PATH)"
+)
+WITHHELD = (
+    " (this listener withholds the action: the daemon's level is stricter than ours, or the "
+    "agent's phase has ended)"
+)
 
 
 class _Answer(BaseModel):
@@ -61,18 +81,18 @@ class BencherResult(_Answer):
     stderr: str
 
 
+class Failure(_Answer):
+    error: str
+
+
 def unsupported_checks(checks: Sequence[Check]) -> list[Check]:
     """The checks no upstream action runs: third-party ones. They are reported as not run."""
     return [check for check in checks if check.key not in ACTIONS]
 
 
 class UpstreamDaemon(HttpApi):
-    """The upstream daemon's API (GET /version, /capabilities, /project; POST /tool/bencher).
-
-    `grading` sends `{"grading": true}` with every action, as the evaluator does, which lifts
-    the daemon's level gate. Without it, a 403 means the daemon's level withholds a check our
-    level rules asked for: the two disagree on the level, an internal failure.
-    """
+    """The upstream daemon's API (GET /version, /capabilities, /project; POST /tool/bencher;
+    POST /prepare_grading when `grading`, which only its admin socket answers)."""
 
     def __init__(
         self,
@@ -84,16 +104,23 @@ class UpstreamDaemon(HttpApi):
     ) -> None:
         super().__init__(client, timeouts=timeouts)
         self.grading = grading
+        self.prepared = False
         self.run_timeout = run_timeout
         self.pocs: list[str] = []
         # Only the current run's logs: a run starts with case_counts, which drops the older ones.
         self.logs: dict[str, bytes] = {}
 
-    def explain(self, status: int) -> str:
-        return " (the daemon's level withholds it: its level and ours disagree)" * (status == 403)
+    def explain(self, status: int, path: str) -> str:
+        if status != 403:
+            return ""
+        if self.grading:
+            return AGENT_FACING
+        return WITHHELD if path.startswith("/tool/") else ""
 
     async def case_counts(self, checks: Sequence[Check]) -> dict[str, int | None]:
         self.logs.clear()
+        if self.grading and not self.prepared:
+            await self._prepare()
         caps = await self.query("GET", "/capabilities", Capabilities.model_validate_json)
         single = {
             "build": caps.can_build,
@@ -109,6 +136,18 @@ class UpstreamDaemon(HttpApi):
             else:
                 counts[check.key] = None
         return counts
+
+    async def _prepare(self) -> None:
+        """The agent's diff applied to the copy grading runs on, once; a diff that does not
+        apply is the grade's verdict (PatchError), as upstream's SDK has it."""
+        path = "/prepare_grading"
+        response = await self.request("POST", path, json={}, answers=(200, 500))
+        if response.status_code == 500:
+            error = parse(response, Failure.model_validate_json).error
+            if not error.startswith(NOT_APPLIED):
+                raise DaemonError(f"POST {path}: HTTP 500: {' '.join(error.split())[:200]}")
+            raise PatchError("; ".join(line.strip() for line in error.splitlines() if line))
+        self.prepared = True
 
     async def _list_pocs(self, caps: Capabilities) -> list[str]:
         """/project's PoC paths, in order; each is one case, run by its path."""
@@ -129,8 +168,7 @@ class UpstreamDaemon(HttpApi):
             return {"grading": self.grading}
         if index >= len(self.pocs):
             raise DaemonError(f"no PoC {index}: the daemon listed {len(self.pocs)}")
-        # The API gives run_poc only the path; the grading flag rides along when it is set.
-        return {"poc": self.pocs[index], **({"grading": True} if self.grading else {})}
+        return {"poc": self.pocs[index]}  # it runs in what the last build built
 
     async def run_case(self, check: Check, index: int) -> CaseRun:
         action = ACTIONS.get(check.key)
@@ -138,15 +176,9 @@ class UpstreamDaemon(HttpApi):
             raise DaemonError(f"the upstream daemon has no action for {check.name}")
         body = self._body(check, action, index)
         started = time.monotonic()
-        path = f"/tool/bencher?action={action}"
-        answer = await self.query(
-            "POST", path, BencherResult.model_validate_json, json=body, timeout=self.run_timeout
-        )
+        answer = await self._bencher(action, body)
         seconds = time.monotonic() - started
-        if action == "run_poc" and answer.code == -1:
-            # -1 is the daemon's "nothing built yet": it says nothing about the patch.
-            raise DaemonError(f"POST {path}: code -1, no build for the PoC to run against")
-        text = _utf8(answer.stdout) + _utf8(answer.stderr)
+        text = _utf8(answer.stdout) + b"\n\n" + _utf8(answer.stderr)
         log_id = uuid.uuid4().hex
         self.logs[log_id] = text
         return CaseRun(
@@ -160,6 +192,20 @@ class UpstreamDaemon(HttpApi):
             log_id=log_id,
             log_size=len(text),
         )
+
+    async def _bencher(self, action: str, body: dict[str, Any]) -> BencherResult:
+        """The action's result; hidden tests that do not apply are intent tests that failed."""
+        path = f"/tool/bencher?action={action}"
+        answers = (200, 500) if action == "intent_test" else (200,)
+        response = await self.request(
+            "POST", path, json=body, timeout=self.run_timeout, answers=answers
+        )
+        if response.status_code == 200:
+            return parse(response, BencherResult.model_validate_json)
+        error = parse(response, Failure.model_validate_json).error
+        if not error.startswith(NOT_APPLIED):
+            raise DaemonError(f"POST {path}: HTTP 500: {' '.join(error.split())[:200]}")
+        return BencherResult(code=1, stdout="", stderr=error)
 
     async def open_log(self, case: CaseRun) -> LogSource:
         text = self.logs.get(case.log_id)

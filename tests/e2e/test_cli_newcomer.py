@@ -20,7 +20,10 @@ from .test_cli_inputs import refused
 pytestmark = pytest.mark.timeout(120)
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
-EXPECTED_URL = "expected an http:// or https:// URL such as http://127.0.0.1:3001"
+EXPECTED_URL = (
+    "expected an http:// or https:// URL such as http://127.0.0.1:3001, or unix:PATH for a "
+    "Unix socket"
+)
 BAD_URLS = [
     ("http://[::1", "an unclosed [ in its host"),
     ("http://127.0.0.1:99999", "port 99999 is not from 1 to 65535"),

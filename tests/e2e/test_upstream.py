@@ -1,7 +1,9 @@
-"""The upstream client: through the upstream daemon, test_patch says what it says on ours.
+"""The upstream client: through the upstream daemon (a stand-in written to its published
+contract), test_patch says what it says on ours, but for the log, which is joined as upstream's
+own MCP server shows it: `f"{stdout}\\n\\n{stderr}"` (order across the two streams is lost).
 
-Each command prints to stdout before stderr (or to one of them), so our daemon's interleaved
-log and the upstream client's stdout-then-stderr join are the same bytes.
+Each command prints its stdout, then its stderr, so our daemon's interleaved log is their
+concatenation, and the upstream report is ours with that log joined upstream's way.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import re
+import shlex
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
@@ -17,53 +20,93 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from daemon_app import create_app
 from upstream_standin import Standin, StandinTask, create_standin
 
 from ssebench.core import Check, hookimpl
-from ssebench.core.daemons.connect import Location, daemon_location, open_daemon
+from ssebench.core.daemons.connect import open_daemon
 from ssebench.core.daemons.native import HttpDaemon
 from ssebench.core.daemons.upstream import UpstreamDaemon
-from ssebench.core.errors import ConfigError, DaemonError
-from ssebench.core.logsource import read_whole
-from ssebench.core.orchestrator import run_checks, run_test_patch
-from ssebench.core.registry import build_registry
+from ssebench.core.orchestrator import run_test_patch
 from ssebench.core.report import INTERNAL_FAILURE
 from ssebench.daemon.task import load_task
 from ssebench.testing import TaskHandle
 from ssebench.testing.servers import free_port, serving_app
 
 POC_RUN = "bash {poc}"
-FIXED = "echo 'decoded 12 bytes'; exit 0"
-TRIGGERS = (
-    "echo 'decoding'; echo '==42==ERROR: AddressSanitizer: heap-buffer-overflow' >&2; "
-    "echo 'SUMMARY: AddressSanitizer: heap-buffer-overflow rle.c:41' >&2; exit 1"
+
+
+@dataclass(frozen=True)
+class Cmd:
+    """A command that prints `out`, then `err` on stderr, and exits with `code`."""
+
+    out: str = ""
+    err: str = ""
+    code: int = 0
+
+    @property
+    def shell(self) -> str:
+        return f"printf %s {shlex.quote(self.out)}; printf %s {shlex.quote(self.err)} >&2; " + (
+            f"exit {self.code}"
+        )
+
+    @property
+    def ours(self) -> str:
+        return (self.out + self.err).rstrip("\n")
+
+    @property
+    def upstream(self) -> str:
+        return f"{self.out}\n\n{self.err}".rstrip("\n")
+
+
+FIXED = Cmd("decoded 12 bytes\n")
+TRIGGERS = Cmd(
+    "decoding\n",
+    "==42==ERROR: AddressSanitizer: heap-buffer-overflow\n"
+    "SUMMARY: AddressSanitizer: heap-buffer-overflow rle.c:41\n",
+    1,
 )
 
 
 @dataclass(frozen=True)
 class Spec:
-    build: str | None = "echo 'cc -c rle.c'; echo 'cc -o rle rle.o'"
-    pocs: tuple[str, ...] = (FIXED, FIXED)
-    intent: str | None = "echo 'intent: 3 passed'"
-    functional: str | None = "echo 'ok 1 - roundtrip'; echo 'ok 2 - empty'"
+    build: Cmd | None = Cmd("cc -c rle.c\ncc -o rle rle.o\n")
+    pocs: tuple[Cmd, ...] = (FIXED, FIXED)
+    intent: Cmd | None = Cmd("intent: 3 passed\n")
+    functional: Cmd | None = Cmd("ok 1 - roundtrip\nok 2 - empty\n")
+
+    def shown(self, name: str) -> Cmd:
+        """The command whose log a report shows under "Full log (NAME):"."""
+        if name == "PoCs":
+            return next(poc for poc in self.pocs if poc.code)
+        found = {"build": self.build, "intent tests": self.intent,
+                 "functional tests": self.functional}[name]  # fmt: skip
+        assert found is not None
+        return found
 
 
 PASSING = Spec()
 OUTCOMES = {
     "passing": PASSING,
-    "build fails": replace(
-        PASSING, build="echo 'cc -c rle.c'; echo 'rle.c:41: error: expected ;' >&2; exit 2"
-    ),
+    "build fails": replace(PASSING, build=Cmd("cc -c rle.c\n", "rle.c:41: error: expected ;", 2)),
     "a PoC still triggers": replace(PASSING, pocs=(FIXED, TRIGGERS, FIXED)),
-    "functional fails": replace(PASSING, functional="echo 'not ok 2 - empty'; exit 1"),
-    "intent fails": replace(PASSING, intent="echo 'FAIL: test_bounds' >&2; exit 1"),
+    "functional fails": replace(PASSING, functional=Cmd("not ok 2 - empty\n", code=1)),
+    "intent fails": replace(PASSING, intent=Cmd(err="FAIL: test_bounds\n", code=1)),
     "PoC and functional fail": replace(
-        PASSING, pocs=(TRIGGERS,), functional="echo 'not ok 1' >&2; exit 3"
+        PASSING, pocs=(TRIGGERS,), functional=Cmd(err="not ok 1\n", code=3)
     ),
 }
+
+
+def as_upstream(ours: str, spec: Spec) -> str:
+    """Our daemon's report with its log joined as upstream's MCP server joins it."""
+    found = re.search(r"\nFull log \(([^)]*)\):\n", ours)
+    if found is None:
+        return ours
+    cmd = spec.shown(found[1])
+    assert ours[found.end() :] == cmd.ours
+    return ours[: found.end()] + cmd.upstream
 
 
 class LintPlugin:
@@ -84,13 +127,14 @@ def make_pair(
     def make(spec: Spec, **kwargs: Any) -> tuple[TaskHandle, StandinTask]:
         folder = Path(tempfile.mkdtemp(dir=tmp_path, prefix="pocs"))
         paths = [folder / f"crash-{i}.sh" for i in range(len(spec.pocs))]
-        for path, script in zip(paths, spec.pocs, strict=True):
-            path.write_text(script + "\n")
-        standin = StandinTask(tmp_path, spec.build, [str(p) for p in paths], POC_RUN)
-        standin.function_test, standin.intent_test = spec.functional, spec.intent
-        tables = {"build": spec.build, "intent": spec.intent, "functional": spec.functional}
+        for path, poc in zip(paths, spec.pocs, strict=True):
+            path.write_text(poc.shell + "\n")
+        given = {"build": spec.build, "intent": spec.intent, "functional": spec.functional}
+        shell = {key: cmd.shell if cmd else None for key, cmd in given.items()}
+        standin = StandinTask(tmp_path, shell["build"], [str(p) for p in paths], POC_RUN)
+        standin.function_test, standin.intent_test = shell["functional"], shell["intent"]
         task = ssebench_task(
-            {k: v for k, v in tables.items() if v is not None}
+            {k: v for k, v in shell.items() if v is not None}
             | ({"pocs": [standin.poc_run(p) for p in standin.pocs]} if paths else {}),
             **kwargs,
         )
@@ -141,36 +185,41 @@ def report(
     indirect=["serve_standin"],
 )
 def test_every_level_reports_as_our_daemon(outcome: str, make_pair: Any, serve_standin: Any):
-    task, standin_task = make_pair(OUTCOMES[outcome])
+    spec = OUTCOMES[outcome]
+    task, standin_task = make_pair(spec)
     standin, environ = serve_standin(standin_task, 0)
     for level in range(5):
         standin.level = level
-        assert report(task, level, environ=environ) == task.report(level), f"level {level}"
+        expected = as_upstream(task.report(level), spec)
+        assert report(task, level, environ=environ) == expected, f"level {level}"
     assert standin.most_running == 1
 
 
-def test_order_across_stdout_and_stderr_is_lost(make_pair: Any, serve_standin: Any) -> None:
-    spec = replace(PASSING, build="echo 'first, on stderr' >&2; echo 'then stdout'; exit 1")
-    task, standin_task = make_pair(spec)
-    _, environ = serve_standin(standin_task, 2)
-    text = report(task, 2, environ=environ)
-    assert text.endswith("Full log (build):\nthen stdout\nfirst, on stderr")
-    assert task.report(2).endswith("Full log (build):\nfirst, on stderr\nthen stdout")
+def test_logs_are_joined_as_upstreams_mcp_server_shows_them(make_pair: Any) -> None:
+    build = Cmd("compiling rle.c", "rle.c:1: error: expected ;\n", 1)
+    task, standin_task = make_pair(replace(PASSING, build=build))
+    with serving_app(create_standin(standin_task, 2)) as url:
+        text = report(task, 2, url=url)
+    assert text.endswith("Full log (build):\ncompiling rle.c\n\nrle.c:1: error: expected ;")
+    assert task.report(2).endswith("Full log (build):\ncompiling rle.crle.c:1: error: expected ;")
 
 
-def test_long_log_is_cut_and_saved_as_on_our_daemon(make_pair: Any, tmp_path: Path) -> None:
-    spec = replace(PASSING, functional="seq 1 12000 | tr '\\n' ' '; echo; seq 1 150; exit 1")
+def test_long_log_is_cut_and_saved_as_on_our_daemon(make_pair: Any) -> None:
+    words = " ".join(str(n) for n in range(1, 12001))
+    lines = "".join(f"{n}\n" for n in range(1, 151))
+    spec = replace(PASSING, functional=Cmd(f"{words}\n{lines}", code=1))
     task, standin_task = make_pair(spec)
     with serving_app(create_standin(standin_task, 2)) as url:
         ours, theirs = task.report(2), report(task, 2, url=url)
     saved = re.compile(r"Full log available at (\S+)$")
     paths = [Path(saved.search(text)[1]) for text in (ours, theirs)]  # type: ignore[index]
     assert saved.sub("", ours) == saved.sub("", theirs)
-    assert paths[0].read_bytes() == paths[1].read_bytes()
+    assert paths[1].read_bytes() == paths[0].read_bytes() + b"\n\n"  # stdout, "\n\n", stderr
 
 
 def test_auto_detection_picks_the_api_that_answers(make_pair: Any) -> None:
-    task, standin_task = make_pair(OUTCOMES["a PoC still triggers"])
+    spec = OUTCOMES["a PoC still triggers"]
+    task, standin_task = make_pair(spec)
     ours = create_app(load_task(task.path, task.registry.checks), task.registry, 1)
 
     async def detect(url: str) -> tuple[object, str, str]:
@@ -183,8 +232,8 @@ def test_auto_detection_picks_the_api_that_answers(make_pair: Any) -> None:
         assert isinstance(found, HttpDaemon) and text == task.report(1)
         assert said == f"the native daemon API (/v1, difficulty 1) at {our_url}"
         found, said, text = asyncio.run(detect(their_url))
-        assert isinstance(found, UpstreamDaemon) and text == task.report(1)
-        assert said == f"the upstream ssebench daemon API (version 1) at {their_url}"
+        assert isinstance(found, UpstreamDaemon) and text == as_upstream(task.report(1), spec)
+        assert said == f"the upstream ssebench daemon API (version 1.0.0) at {their_url}"
 
 
 @pytest.mark.parametrize("api", ["auto", "ssebench", "upstream", "native"])
@@ -247,145 +296,3 @@ def test_third_party_check_is_not_run_and_warned_about_once(make_pair: Any, capl
         "reported about them. Without the PoCs, this result does not show whether the "
         "vulnerability is fixed."
     )
-
-
-@pytest.mark.parametrize(
-    ("ours", "theirs", "build", "cause"),
-    [
-        (1, 2, "echo built", "HTTP 403 (the daemon's level withholds it: its level and ours"),
-        (0, 0, None, "code -1, no build for the PoC to run against"),
-    ],
-    ids=["the levels disagree", "a PoC before any build"],
-)
-def test_internal_failures(
-    ours: int, theirs: int, build: Any, cause: str, make_pair: Any, caplog: Any
-) -> None:
-    task, standin_task = make_pair(replace(PASSING, build=build))
-    with serving_app(create_standin(standin_task, theirs)) as url:
-        assert report(task, ours, url=url, api="ssebench") == INTERNAL_FAILURE
-    assert cause in caplog.text
-
-
-def test_grading_sends_the_flag_and_passes_the_gate(make_pair: Any) -> None:
-    task, standin_task = make_pair(PASSING)
-    app = create_standin(standin_task, 4)
-
-    async def grade(grading: bool) -> Any:
-        async with open_daemon("ssebench", url, environ={}, grading=grading) as daemon:
-            return await run_checks(task.registry.checks, None, daemon, coverage=False)
-
-    with serving_app(app) as url:
-        outcome = asyncio.run(grade(True))
-        assert outcome.all_passed and len(outcome.outcomes) == 4
-        assert [action for action, _ in app.state.standin.bodies] == [
-            "build", "run_poc", "run_poc", "intent_test", "function_test"
-        ]  # fmt: skip
-        assert all(body.get("grading") is True for _, body in app.state.standin.bodies)
-        assert app.state.standin.bodies[1][1]["poc"] == standin_task.pocs[0]
-        assert report(task, 0, url=url) == INTERNAL_FAILURE  # no flag: the gate holds
-
-
-def test_the_standin_answers_as_the_description_says(make_pair: Any) -> None:
-    _, standin_task = make_pair(replace(PASSING, functional=None))
-    standin_task.build = "sleep 0.2; echo built"
-    app = create_standin(standin_task, 1)
-
-    async def calls(url: str) -> list[tuple[int, Any]]:
-        async with httpx.AsyncClient(base_url=url) as client:
-
-            def post(action: str, body: dict[str, Any]) -> Any:
-                return client.post(f"/tool/bencher?action={action}", json=body)
-
-            poc = {"poc": standin_task.pocs[0]}
-            before = await post("run_poc", poc)
-            answers = [before, await post("intent_test", {"grading": False})]
-            answers += [await post("lint", {}), await post("function_test", {"grading": False})]
-            answers += await asyncio.gather(post("build", {}), post("build", {}))
-            answers.append(await post("run_poc", poc))
-            return [(a.status_code, a.json()) for a in answers]
-
-    with serving_app(app) as url:
-        answers = asyncio.run(calls(url))
-    assert answers[0] == (200, {"code": -1, "stdout": "", "stderr": "nothing is built yet"})
-    assert [status for status, _ in answers[1:4]] == [403, 500, 500]
-    assert all(set(body) == {"error"} for _, body in answers[1:4])
-    assert answers[4:] == [(200, {"code": 0, "stdout": "built\n", "stderr": ""})] * 2 + [
-        (200, {"code": 0, "stdout": "decoded 12 bytes\n", "stderr": ""})
-    ]
-    assert app.state.standin.most_running == 1
-
-
-def _faulty(routes: dict[str, Any]) -> UpstreamDaemon:
-    def answer(request: httpx.Request) -> httpx.Response:
-        found = routes.get(request.url.path, (404, {"error": "no"}))
-        return httpx.Response(found[0], **{"json" if found[1] is not None else "text": found[1]})
-
-    transport = httpx.MockTransport(answer)
-    return UpstreamDaemon(httpx.AsyncClient(transport=transport, base_url="http://daemon"))
-
-
-CAPS = {"can_build": True, "can_run_poc": True, "poc_count": 2}
-CAPS |= {"has_function_test": True, "has_intent_test": False}
-
-
-@pytest.mark.parametrize(
-    "routes",
-    [
-        {"/capabilities": (200, "not json")},
-        {"/capabilities": (200, {**CAPS, "poc_count": "many"})},
-        {"/capabilities": (200, CAPS), "/project": (200, {"poc": ["/p/1"]})},
-        {
-            "/capabilities": (200, {**CAPS, "can_run_poc": False}),
-            "/project": (200, {"poc": ["/p/1", "/p/2"]}),
-        },
-        {"/capabilities": (500, {"error": "boom"})},
-    ],
-)
-def test_a_malformed_or_failed_answer_is_a_daemon_error(routes: dict[str, Any]) -> None:
-    daemon = _faulty(routes)
-    checks = list(build_registry().checks)
-    with pytest.raises(DaemonError):
-        asyncio.run(daemon.case_counts(checks))
-
-
-def test_counts_and_logs_of_the_current_run_only() -> None:
-    routes = {"/capabilities": (200, CAPS), "/project": (200, {"poc": ["/p/1", "/p/2"]})}
-    routes["/tool/bencher"] = (200, {"code": 0, "stdout": "out\n", "stderr": "é\n", "x": 1})
-    daemon = _faulty(routes)
-    registry = build_registry(plugins=[LintPlugin])
-    checks = list(registry.checks)
-
-    async def run() -> tuple[dict[str, int | None], bytes, Any]:
-        counts = await daemon.case_counts(checks)
-        first = await daemon.run_case(checks[0], 0)
-        text = read_whole(await daemon.open_log(first))
-        await daemon.case_counts(checks)
-        return counts, text, first
-
-    counts, text, first = asyncio.run(run())
-    assert counts == {"build": 1, "pocs": 2, "intent": 0, "lint": None, "functional": 1}
-    assert text == "out\né\n".encode() and first.log_size == len(text) and first.passed
-    with pytest.raises(DaemonError, match="only the current run's logs"):
-        asyncio.run(daemon.open_log(first))
-
-
-def test_where_the_daemon_is() -> None:
-    env = {"SSE_DAEMON_SOCKET": "/run/d.sock", "SSE_AGENT_DOCKER": "daemon:8080"}
-    assert daemon_location("http://h:1/", env) == Location("http://h:1")
-    assert daemon_location(None, env) == Location("http://localhost", uds="/run/d.sock")
-    assert daemon_location(None, {"SSE_AGENT_DOCKER": "daemon:8080"}) == Location(
-        "http://daemon:8080"
-    )
-    assert daemon_location(None, {"SSE_DAEMON_SOCKET": ""}) is None
-
-    async def open_explicitly(api: str, url: str | None) -> list[str]:
-        async with open_daemon(api, url, environ={}) as daemon:
-            return daemon.unsupported(build_registry(plugins=[LintPlugin]).checks)
-
-    for api in ("ssebench", "upstream"):
-        url = f"http://127.0.0.1:{free_port()}"
-        assert asyncio.run(open_explicitly(api, url)) == ["lint"]
-    assert asyncio.run(open_explicitly("native", f"http://127.0.0.1:{free_port()}")) == []
-    for api, url in [("auto", None), ("v2", "http://h:1")]:
-        with pytest.raises(ConfigError):
-            asyncio.run(open_explicitly(api, url))

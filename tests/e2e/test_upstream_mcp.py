@@ -2,7 +2,9 @@
 
 `ssebench serve --daemon-api auto` finds the upstream daemon through SSE_DAEMON_SOCKET (a Unix
 socket) and gives the agent, over MCP, the same text `ssebench check` gives on our own daemon
-for the same commands. `ssebench grade` grades through it with {"grading": true}.
+for the same commands (but for a log on stderr, which upstream's own MCP server shows after
+stdout and a blank line). `ssebench grade` grades through its admin socket, as upstream's
+evaluator does.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from typing import Any
 
 import fastmcp
 import pytest
-from upstream_standin import Standin, StandinTask, create_standin
+from upstream_standin import Standin, StandinTask, create_standin, serving_standin
 
+from ssebench.core.daemons.upstream import AGENT_FACING
 from ssebench.testing.servers import check_text, clean_env, run_ssebench, serving_app, start_server
 
 pytestmark = pytest.mark.timeout(120)
@@ -95,25 +98,58 @@ def test_container_command_gives_the_same_text_as_our_daemon(
         assert "ssebench: daemon: " in server.stderr()
     finally:
         server.stop()
-    assert text == check_text(task, level, clean_env(tmp_path))
+    ours = check_text(task, level, clean_env(tmp_path))
+    # The PoC's report is on its stderr: upstream's MCP server shows it after stdout and "\n\n".
+    assert text == ours.replace("Full log (PoCs):\n", "Full log (PoCs):\n\n\n")
     if level == 2:
         assert not any("PoC" in message for message in messages)
 
 
-def test_grade_through_the_upstream_daemon(tmp_path: Path, upstream: Any) -> None:
+def test_grade_through_the_upstream_daemons_admin_socket(tmp_path: Path) -> None:
+    """As upstream's evaluator grades: the admin socket in SSE_ADMIN_SOCKET, beside the
+    agent's in SSE_DAEMON_SOCKET; the agent's diff applied to a clean copy first."""
     _, standin = write_pair(tmp_path / "task", [FIXED, FIXED], FUNCTIONAL)
-    url, state = upstream(standin, 4, uds=False)  # level 4: grading passes the gate regardless
-    args = ("grade", "--daemon-api", "upstream", "--daemon-url", url, "--quiet")
-    done = run_ssebench(*args, env=clean_env(tmp_path), timeout=60)
+    with serving_standin(standin, 4) as at:  # level 4: the agent's listeners run nothing
+        env = clean_env(tmp_path, SSE_ADMIN_SOCKET=at.admin, SSE_DAEMON_SOCKET=at.socket)
+        done = run_ssebench("grade", "--daemon-api", "upstream", "--quiet", env=env, timeout=60)
+        bodies = list(at.standin.bodies)
+        url = f"unix:{at.socket}"
+        agents = run_ssebench("grade", "--daemon-api", "upstream", "--daemon-url", url,
+                              "--quiet", env=clean_env(tmp_path), timeout=60)  # fmt: skip
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)
     assert answer["resolved"] is True
-    assert [(c["key"], c["status"]) for c in answer["checks"]] == [
-        ("build", "passed"),
-        ("pocs", "passed"),
-        ("intent", "passed"),
-        ("functional", "passed"),
+    assert [(c["key"], c["status"], c["detail"]) for c in answer["checks"]] == [
+        ("build", "passed", None),
+        ("pocs", "passed", "2 of 2"),
+        ("intent", "passed", "the task has none"),
+        ("functional", "passed", None),
     ]
-    assert [c["detail"] for c in answer["checks"]] == [None, "2 of 2", "the task has none", None]
+    assert [(action, privileged) for action, _, privileged in bodies] == [
+        ("build", True), ("run_poc", True), ("run_poc", True), ("function_test", True),
+    ]  # fmt: skip
+    assert (agents.returncode, agents.stdout) == (3, ""), agents.stderr
+    assert f"POST /prepare_grading: HTTP 403{AGENT_FACING}: " in agents.stderr
 
-    assert state.bodies and all(body.get("grading") is True for _, body in state.bodies)
+
+def test_an_agents_diff_that_does_not_apply_is_unresolved(tmp_path: Path) -> None:
+    task, standin = write_pair(tmp_path / "task", [FIXED], FUNCTIONAL)
+    (task / "src" / "rle.c").write_text("int decode(void);\n")
+    with serving_standin(standin, 4) as at:
+        (task / "src" / "rle.c").write_text("int decode(int size);\n")  # the agent's change
+        at.standin.drift = {"rle.c": "int decode(char *out);\n"}
+        env = clean_env(tmp_path, SSE_ADMIN_SOCKET=at.admin)
+        done = run_ssebench("grade", "--daemon-api", "upstream", "--quiet", env=env, timeout=60)
+    assert done.returncode == 1, done.stderr
+    assert json.loads(done.stdout) == {
+        "resolved": False,
+        "patch": {
+            "applied": False,
+            "error": "git apply failed, , error: patch failed: rle.c:1; error: rle.c: patch does "
+            "not apply",
+            "dropped": [],
+        },
+        "protected": {"reverted": []},
+        "signals": [],
+        "checks": [],
+    }

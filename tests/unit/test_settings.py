@@ -142,7 +142,10 @@ def test_seconds_are_refused_in_our_words(
 
 # --- SSE_DAEMON_URL ---------------------------------------------------------------------------
 
-EXPECTED_URL = "expected an http:// or https:// URL such as http://127.0.0.1:3001"
+EXPECTED_URL = (
+    "expected an http:// or https:// URL such as http://127.0.0.1:3001, or unix:PATH for a "
+    "Unix socket"
+)
 
 
 @pytest.mark.parametrize(
@@ -158,6 +161,8 @@ EXPECTED_URL = "expected an http:// or https:// URL such as http://127.0.0.1:300
         ("ftp://127.0.0.1:3001", "no http:// or https://"),
         ("http://", "no host"),
         ("", "no host"),
+        ("unix:run/admin.sock", "a socket's path must be absolute"),
+        ("unix:/run/a b.sock", "a control character or a space in it"),
     ],
 )
 def test_a_daemon_url_that_cannot_be_reached_is_one_line(
@@ -168,8 +173,10 @@ def test_a_daemon_url_that_cannot_be_reached_is_one_line(
 
 
 @pytest.mark.parametrize(
-    "raw", ["http://127.0.0.1:3001", "https://daemon.example/", "http://[::1]:3001", "http://x"]
-)
+    "raw",
+    ["http://127.0.0.1:3001", "https://daemon.example/", "http://[::1]:3001", "http://x",
+     "unix:/archive/admin.sock"],
+)  # fmt: skip
 def test_good_daemon_urls(monkeypatch: pytest.MonkeyPatch, raw: str) -> None:
     monkeypatch.setenv("SSE_DAEMON_URL", raw)
     assert load_settings().daemon_url == raw
