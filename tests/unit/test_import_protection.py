@@ -63,3 +63,21 @@ def test_names_the_tables_know_are_no_typos() -> None:
         True, True, True, False,
     ]  # fmt: skip
     assert not known_name("Makefle") and not known_name("/Makefile")
+
+
+def test_a_go_or_rust_fix_that_changes_its_modules_stays_whole(tmp_path: Path) -> None:
+    """A Go fix that bumps a dependency (go.mod, go.sum), a Rust one that updates Cargo.lock:
+    the files it changes are the agent's, the others still protected."""
+    fix = b"".join(
+        b"--- a/%s\n+++ b/%s\n@@ -1 +1 @@\n-x\n+y\n" % (name, name)
+        for name in (b"go.mod", b"go.sum", b"Cargo.lock", b"vendor/modules.txt")
+    )
+    source = tree(tmp_path / "src", [
+        "go.mod", "go.sum", "main.go", "vendor/modules.txt", "Cargo.toml", "Cargo.lock",
+        "build.rs", "src/lib.rs", "tests/it.rs",
+    ])  # fmt: skip
+    assert protected_globs(source, fix) == ["/Cargo.toml", "/build.rs", "/tests/"]
+    assert protected_globs(source, None) == [
+        "/Cargo.lock", "/Cargo.toml", "/build.rs", "/go.mod", "/go.sum", "/tests/",
+    ]  # fmt: skip
+    assert protected_globs(None, fix)[-3:] == ["!/Cargo.lock", "!/go.mod", "!/go.sum"]
