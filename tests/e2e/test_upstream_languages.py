@@ -192,3 +192,56 @@ def test_a_poc_without_its_module_is_named_a_set_up_problem(
             )
         ),
     ), done.stderr
+
+
+RACY = """\
+package main
+
+import (
+	"fmt"
+	"sync"
+)
+
+func main() {
+	n := 0
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for i := 0; i < 2; i++ {
+		wg.Add(1)
+		go func() { LOCK_; n++; UNLOCK_; wg.Done() }()
+	}
+	wg.Wait()
+	fmt.Println(n)
+}
+"""
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_a_go_race_report_triggers_by_its_exit_status(
+    run_cli: RunCli, mechanism: str, tmp_path: Path
+) -> None:
+    """Go's race detector reports on stderr, not through a sanitizer's log_path, and exits 66
+    (`go run` then 1): judged by exit status, as upstream's run.sh is."""
+    if shutil.which("go", path=SYSTEM_PATH) is None:
+        pytest.skip(f"needs go in {SYSTEM_PATH} (Debian's golang-go)")
+    found = []
+    variants = [("racy", ("", "")), ("locked", ("mu.Lock()", "mu.Unlock()"))]
+    for name, lock in variants[: 2 if mechanism == MECHANISMS[0] else 1]:  # one control
+        task = tmp_path / name
+        (task / "src").mkdir(parents=True)
+        (task / "src" / "go.mod").write_text("module racy\n\ngo 1.19\n")
+        main = RACY.replace("UNLOCK_", lock[1]).replace("LOCK_", lock[0])
+        if not lock[0]:
+            main = main.replace("\tvar mu sync.Mutex\n", "")
+        (task / "src" / "main.go").write_text(main)
+        (task / "task.toml").write_text(
+            'source = "src"\n[checks.pocs]\nrun = "go run -race main.go"\n'
+            "triggered_if = { passing_exit_codes = [0] }\n"
+        )
+        done = run_cli("check", "--task", str(task), "--difficulty", "1", *_isolation(mechanism))
+        found.append((done.returncode, done.stdout))
+    (racy, racy_text), *control = found
+    assert racy == 1 and "- PoCs: FAILED (passed 0 of 1;" in racy_text, racy_text
+    assert "WARNING: DATA RACE" in racy_text and "Found 1 data race(s)" in racy_text
+    for locked, locked_text in control:
+        assert locked == 0 and "- PoCs: passed (1 of 1)" in locked_text, locked_text
