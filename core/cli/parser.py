@@ -105,6 +105,10 @@ def _level_flag(raw: str) -> str:
 
 _seconds = checked(positive_seconds)
 _daemon_url = checked(daemon_url)
+GRADE_DAEMON_HELP = (
+    "grade through a running daemon instead (unix:PATH for a socket; the upstream daemon "
+    "grades through its admin socket, SSE_ADMIN_SOCKET)"
+)
 
 
 def _daemon_api(raw: str) -> str:
@@ -143,12 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     grade = command("grade", GRADE_HELP)
     where = grade.add_mutually_exclusive_group()
     task_flag(where)
-    where.add_argument(
-        "--daemon-url",
-        type=_daemon_url,
-        help="grade through a running daemon instead (unix:PATH for a socket; for the upstream "
-        "daemon, its admin socket: SSE_ADMIN_SOCKET)",
-    )
+    where.add_argument("--daemon-url", type=_daemon_url, help=GRADE_DAEMON_HELP)
     grade.add_argument("--daemon-api", type=_daemon_api, choices=DAEMON_API_CHOICES,
                        default="auto", help=f"with --daemon-url: {DAEMON_API_HELP}")  # fmt: skip
     grade.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
