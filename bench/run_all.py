@@ -31,6 +31,7 @@ import overhead
 import responsiveness
 import runnercopy
 import sanitizerlog
+import signals
 import startup
 from _common import machine
 
@@ -44,6 +45,7 @@ BENCHMARKS = {
     "sanitizerlog": sanitizerlog,
     "runnercopy": runnercopy,
     "grading": grading,
+    "signals": signals,
     "backends": backends,
 }
 BLOCK = re.compile(r"(<!-- figures:begin -->\n).*?(<!-- figures:end -->)", re.DOTALL)
