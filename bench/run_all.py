@@ -26,6 +26,7 @@ import backends
 import biglog
 import callparts
 import grading
+import importing
 import isolation
 import overhead
 import responsiveness
@@ -45,6 +46,7 @@ BENCHMARKS = {
     "runnercopy": runnercopy,
     "grading": grading,
     "backends": backends,
+    "importing": importing,
 }
 BLOCK = re.compile(r"(<!-- figures:begin -->\n).*?(<!-- figures:end -->)", re.DOTALL)
 
