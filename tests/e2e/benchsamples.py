@@ -188,7 +188,7 @@ COPY build.sh /src/build.sh
 
 def secb_instance(root: Path) -> tuple[Path, Path]:
     """A SEC-bench instance (JSON) of c-rle's first PoC, and its stand-in image's context."""
-    context = _oss_fuzz(root / "secb-image", "secb", SECB, RLE_BUILD)
+    context = oss_fuzz_context(root / "secb-image", "secb", SECB, RLE_BUILD)
     shutil.copytree(C_RLE / "src", context / "c-rle", ignore=BUILD_OUTPUTS)
     (context / "testcase").mkdir()
     shutil.copy(C_RLE / "pocs" / "crash-1.bin", context / "testcase")
@@ -215,7 +215,7 @@ def secb_instance(root: Path) -> tuple[Path, Path]:
 def arvo_metadata(root: Path) -> tuple[Path, Path]:
     """ARVO-Meta's record of c-tlv's bug (`meta/<localId>.json` of a checkout, its fix beside
     in `patches/`), and its stand-in image's context."""
-    context = _oss_fuzz(root / "arvo-image", "arvo", ARVO, tlvtask.BUILD_SH, "/bin")
+    context = oss_fuzz_context(root / "arvo-image", "arvo", ARVO, tlvtask.BUILD_SH, "/bin")
     (context / "c-tlv").mkdir()
     (context / "c-tlv" / "tlv.c").write_text(tlvtask.TLV_C)
     (context / "poc").write_bytes(tlvtask.POC)
@@ -233,9 +233,11 @@ def arvo_metadata(root: Path) -> tuple[Path, Path]:
 ARVO_FIX = "diff --git a/tlv.c b/tlv.c\n" + tlvtask.FIX
 
 
-def _oss_fuzz(
+def oss_fuzz_context(
     context: Path, command: str, script: str, build: str, folder: str = "/usr/local/bin"
 ) -> Path:
+    """The build context of an OSS-Fuzz-style stand-in image: `compile` running $SRC/build.sh,
+    the benchmark's `command` (its `script`) in `folder`; the Dockerfile to extend."""
     context.mkdir(parents=True)
     for name, text in (("compile", COMPILE), (command, script), ("build.sh", build)):
         (context / name).write_text(text)
