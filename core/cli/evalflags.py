@@ -56,7 +56,11 @@ def validate_flags(validate: argparse.ArgumentParser) -> None:
 
 def import_flags(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument(
-        "format", choices=FORMATS, metavar="FORMAT", help="the source's benchmark: %(choices)s"
+        "format",
+        choices=FORMATS,
+        metavar="FORMAT",
+        action=table_help("ssebench.evaluate.importers", "FORMATS", _format_help),
+        help="the source's benchmark: ",
     )
     cmd.add_argument(
         "path",
@@ -90,6 +94,10 @@ def import_flags(cmd: argparse.ArgumentParser) -> None:
         help="secb: how a PoC is judged, as SEC-bench's evaluator's --mode: %(choices)s "
         "(default medium, as SEC-bench's)",
     )
+
+
+def _format_help(entry: Any) -> str:
+    return f"{entry.name}, {entry.benchmark}"
 
 
 def _source_help(entry: Any) -> str:

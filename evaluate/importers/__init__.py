@@ -21,10 +21,12 @@ SECB_MODES = ("medium", "strict", "generous")
 
 @dataclass(frozen=True)
 class Format:
-    """One benchmark's format: the name `import` takes, its reader ("module:function", loaded
-    when asked), what SOURCE is for it, and the flags of `import` that are its own."""
+    """One benchmark's format: the name `import` takes, the benchmark's, its reader
+    ("module:function", loaded when asked), what SOURCE is for it, and the flags of `import`
+    that are its own."""
 
     name: str
+    benchmark: str
     reader: str
     source: str
     flags: tuple[str, ...] = ()
@@ -40,18 +42,21 @@ FORMATS: dict[str, Format] = {
     for entry in (
         Format(
             "upstream",
+            "upstream ssebench's tasks",
             "ssebench.evaluate.importers.upstream:read",
             "an upstream task folder (Dockerfile, sse/) or an image's /ssebench folder",
             ("--source", "--image"),
         ),
         Format(
             "secb",
+            "SEC-bench's instances",
             "ssebench.evaluate.importers.secb:read",
             "SEC-bench instances: a JSON object, a JSON list of them, or JSON lines",
             ("--mode",),
         ),
         Format(
             "arvo",
+            "ARVO's reproduced OSS-Fuzz bugs",
             "ssebench.evaluate.importers.arvo:read",
             "ARVO-Meta: a checkout (meta/, patches/), a meta/ folder, one <localId>.json, or "
             "JSON lines",

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from ssebench.core.cli import main
+from ssebench.evaluate.importers import FORMATS, Format
+from ssebench.evaluate.importers.common import Imported, Records, Request, SourceError
 
 from . import benchsamples
 
@@ -345,3 +347,55 @@ def test_an_unknown_mode_is_one_line(cli: Cli, tmp_path: Path) -> None:
         "'medium', 'strict', 'generous')\n",
     )
     assert not out.exists()
+
+
+# --- the table of formats ----------------------------------------------------------------------
+
+
+def test_the_help_lists_each_format_from_the_table(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "1000")  # argparse wraps at hyphens too
+    code, out, err = cli("--help")
+    assert (code, err) == (0, "")
+    flat = " ".join(out.split())
+    formats = "; ".join(f"{e.name}, {e.benchmark}" for e in FORMATS.values())
+    sources = "; ".join(f"{e.name}: {e.source}" for e in FORMATS.values())
+    assert f"FORMAT the source's benchmark: {formats} SOURCE what FORMAT reads: {sources} " in flat
+
+
+def standin_reader(request: Request) -> Records:
+    """A format of a test's own: each line of SOURCE names a task; `bad` is refused."""
+
+    def items() -> Iterator[Imported | SourceError]:
+        for number, name in enumerate(request.path.read_text().split(), 1):
+            if name == "bad":
+                yield SourceError(f"{request.path}:{number}", "name", "not a good name")
+            else:
+                yield Imported(
+                    name, "source = '/src/x'\nimage = 'x:1'\n[checks.build]\nrun = 'true'\n"
+                )
+
+    return Records(items(), total=None, notes=(f"mode {request.mode}",))
+
+
+def test_a_format_added_to_the_table_is_a_choice_read_by_its_own_reader(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing but its entry: the command takes it, refuses a flag it does not own, and reads
+    it with its reader (an entry's flags are its own: --mode is secb's, and this one's)."""
+    entry = Format("standin", "a test's own", f"{__name__}:standin_reader", "names", ("--mode",))
+    monkeypatch.setitem(FORMATS, "standin", entry)
+    source = tmp_path / "names.txt"
+    source.write_text("one\nbad\ntwo\n")
+    out = tmp_path / "out"
+    assert refused(cli, out, "standin", str(source), "--image", "x:1") == (
+        "--image is for `ssebench import upstream`"
+    )
+    assert cli("standin", str(source), "--out", str(out), "--keep-going", "--mode", "strict") == (
+        1,
+        f"{out / 'one'}\n{out / 'two'}\n",
+        f"ssebench: error: {source}:2: name: not a good name\n"
+        "ssebench: import standin: mode strict\n"
+        "ssebench: import standin: 3 records: 2 tasks, 0 with a fix, 1 refused\n",
+    )
