@@ -110,7 +110,7 @@ def test_secb_each_mode_judges_as_its_evaluator(tmp_path: Path, mode: str) -> No
     a run ssebench stops (SEC-bench's `timeout 10`, exit 124)."""
     instance, _ = benchsamples.secb_instance(tmp_path)
     toml = imported(tmp_path, "secb", instance, "--mode", mode)
-    toml["checks"]["pocs"]["timeout"] = 1  # the hung run below is stopped sooner than in 10 s
+    toml["checks"]["pocs"]["timeout"] = 3  # the hung run below is stopped sooner than in 10 s
     verdicts, expected = {}, {}
     for name, line in SIX.items():
         for status in (0, 2, 1):
@@ -152,7 +152,7 @@ def test_arvo_judges_by_the_records_sanitizer_and_a_non_zero_exit(
         tmp_path / "ARVO-Meta", [arvometa.record(42, sanitizer=sanitizer)], {}
     )
     toml = imported(tmp_path, "arvo", checkout)
-    toml["checks"]["pocs"]["timeout"] = 1
+    toml["checks"]["pocs"]["timeout"] = 3  # sooner than 10 s, and ample for the rest
     runs = {
         f"{name} report, exit 0": f"echo '{line}' >&2; exit 0" for name, line in ARVO_WORDS.items()
     }
