@@ -104,6 +104,8 @@ class Metadata(Strict):
 
 
 def read(request: Request) -> Records:
+    """The records of a checkout (its meta/), a meta/ folder (its files in localId order), or
+    one file; SOURCE not there, or a folder of no records, is one line."""
     path = request.path
     if path.is_file():
         raws = file_records(path)

@@ -62,6 +62,7 @@ class Instance(Strict):
 
 
 def read(request: Request) -> Records:
+    """The instances of one file, each judged in the mode asked for (medium by default)."""
     mode = request.mode or SECB_MODES[0]
     if not request.path.is_file():
         raise ConfigError(f"{request.path}: no such file")
