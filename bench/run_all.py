@@ -26,6 +26,7 @@ import backends
 import biglog
 import callparts
 import grading
+import importing
 import isolation
 import overhead
 import responsiveness
@@ -47,6 +48,7 @@ BENCHMARKS = {
     "grading": grading,
     "signals": signals,
     "backends": backends,
+    "importing": importing,
 }
 BLOCK = re.compile(r"(<!-- figures:begin -->\n).*?(<!-- figures:end -->)", re.DOTALL)
 
