@@ -15,14 +15,18 @@ task's `default_env`, and the toolchain caches it names are readable by the case
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
+from ssebench.core.errors import ConfigError
 from ssebench.core.tomltext import toml_array, toml_string, toml_value
 from ssebench.evaluate.importers.common import (
     BUILD_ENV,
     IMAGE_COMPONENT,
     OWN_NAMES,
     Imported,
+    Records,
+    Request,
     SourceError,
     image_path,
     plain_name,
@@ -61,13 +65,32 @@ ENV_COMMENT = """\
 CACHE_COMMENT = "# The toolchain caches that environment names: cases read them where they are."
 
 
-def import_upstream(given: Path, *, source: Path | None, image: str | None) -> list[Imported]:
-    """Every task `given` holds; `source` and `image` name one task's tree and image."""
-    folders = task_folders(given)
-    if folders != [given] and (source is not None or image is not None):
-        flag = "--source" if source is not None else "--image"
-        raise SourceError(str(given), "", f"{flag} is one task's: import a dataset without it")
-    return [import_task(folder, source=source, image=image) for folder in folders]
+def read(request: Request) -> Records:
+    """Every task SOURCE holds (a task folder, an image's /ssebench folder, a dataset folder, a
+    checkout), one at a time; `--source` and `--image` name one task's tree and image."""
+    given = request.path
+    if not given.is_dir():
+        raise ConfigError(f"{given}: no such folder (an upstream task folder, or /ssebench)")
+    source = request.source
+    if source is not None and not source.is_dir():
+        raise ConfigError(f"--source {source}: no such folder")
+    here = source.resolve() if source is not None else None
+    try:
+        folders = task_folders(given)
+    except SourceError as exc:
+        return Records(iter([exc]), total=1)
+    if folders != [given] and (here is not None or request.image is not None):
+        flag = "--source" if here is not None else "--image"
+        raise ConfigError(f"{given}: {flag} is one task's: import a dataset without it")
+
+    def each() -> Iterator[Imported | SourceError]:
+        for folder in folders:
+            try:
+                yield import_task(folder, source=here, image=request.image)
+            except SourceError as exc:
+                yield exc
+
+    return Records(each(), total=len(folders))
 
 
 def import_task(given: Path, *, source: Path | None, image: str | None) -> Imported:
@@ -98,7 +121,7 @@ def import_task(given: Path, *, source: Path | None, image: str | None) -> Impor
         protected_lines(protected_globs(source, fix)).rstrip("\n"),
     ]
     task.toml = "\n".join(lines) + "\n" + "".join(checks)
-    task.notes += _notes(folder, task, scripts)
+    task.warnings += [f"{task.id}: {note}" for note in _notes(folder, task, scripts)]
     return task
 
 

@@ -17,6 +17,7 @@ from .test_import_sources import Cli, refused
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "upstream"
 MINI = EXAMPLES / "datasets" / "mini"
+ONE_TASK = "ssebench: import upstream: 1 record: 1 task, 1 with a fix\n"  # the summary
 
 
 @pytest.fixture
@@ -36,7 +37,8 @@ def cli(capsys: pytest.CaptureFixture[str]) -> Cli:
 def test_a_dataset_or_a_checkout_in_one_command(cli: Cli, tmp_path: Path, given: Path) -> None:
     out = tmp_path / "out"
     code, stdout, stderr = cli("upstream", str(given), "--out", str(out))
-    assert (code, stdout, stderr) == (0, f"{out / 'go-tlv-1'}\n{out / 'rust-rle-1'}\n", "")
+    said = "ssebench: import upstream: 2 records: 2 tasks, 2 with a fix\n"
+    assert (code, stdout, stderr) == (0, f"{out / 'go-tlv-1'}\n{out / 'rust-rle-1'}\n", said)
     toml = (out / "rust-rle-1" / "task.toml").read_text()
     assert "image = 'ghcr.io/42-b3yond-6ug/ssebench/case/mini/rust-rle-1:pilot-v1'\n" in toml
 
@@ -69,7 +71,7 @@ def test_the_images_env_is_the_tasks_default_env(cli: Cli, tmp_path: Path) -> No
     with (folder / "Dockerfile").open("a") as dockerfile:
         dockerfile.write('ENV CGO_ENABLED=0 GOTOOLCHAIN="local"\nENV HOME=/root\n')
     code, _, stderr = cli("upstream", str(folder), "--out", str(tmp_path / "out"))
-    assert (code, stderr) == (0, "")
+    assert (code, stderr) == (0, ONE_TASK)
     toml = (tmp_path / "out" / "go-tlv-1" / "task.toml").read_text()
     assert (
         "# The image's environment (its Dockerfile's ENV): a case gets ssebench's own value of "
@@ -92,7 +94,7 @@ def test_a_poc_whose_folder_holds_a_hidden_file_comes_alone(cli: Cli, tmp_path: 
     config = folder / "sse" / "config.yaml"
     config.write_text(config.read_text().replace("diffs/test.diff", "pocs/test.diff"))
     code, _, stderr = cli("upstream", str(folder), "--out", str(tmp_path / "out"))
-    assert (code, stderr) == (0, "")
+    assert (code, stderr) == (0, ONE_TASK)
     task = tmp_path / "out" / "go-tlv-1"
     assert "[checks.pocs]\nfiles = ['pocs/poc.go']\n" in (task / "task.toml").read_text()
     assert "[checks.intent]\nfiles = ['pocs/test.diff']\n" in (task / "task.toml").read_text()
@@ -135,10 +137,10 @@ def test_what_only_the_image_has_of_ssebench_is_said(cli: Cli, tmp_path: Path) -
     code, stdout, stderr = cli("upstream", str(folder), "--out", str(out))
     assert (code, stdout) == (0, f"{out / 'go-tlv-1'}\n")
     assert stderr == (
-        "ssebench: import upstream: go-tlv-1: its image makes more of /ssebench than sse/ holds "
+        "ssebench: warning: go-tlv-1: its image makes more of /ssebench than sse/ holds "
         "(RUN cd /ssebench/pocs && go mod init poc-tlv && go mod tidy): run the task in its "
         "image, or import the image's /ssebench folder\n"
-        "ssebench: import upstream: go-tlv-1: scripts/test.sh names /ssebench/, the image's "
+        "ssebench: warning: go-tlv-1: scripts/test.sh names /ssebench/, the image's "
         "folder, which no case reads (the task has it as $SSE_TASK_DIR): make the script name "
-        "$SSE_TASK_DIR there\n"
+        "$SSE_TASK_DIR there\n" + ONE_TASK
     )
