@@ -6,10 +6,12 @@ of /ssebench. Run in this process: no case runs here."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ssebench.core.cli import main
 
@@ -144,3 +146,24 @@ def test_what_only_the_image_has_of_ssebench_is_said(cli: Cli, tmp_path: Path) -
         "folder, which no case reads (the task has it as $SSE_TASK_DIR): make the script name "
         "$SSE_TASK_DIR there\n" + ONE_TASK
     )
+
+
+def test_the_docs_sample_config_imports_where_it_says(cli: Cli, tmp_path: Path) -> None:
+    """docs/importing.md's sample config.yaml is the example's, it imports, and each file its
+    comments place in the task folder (`# sse/...`) is one the imported task holds."""
+    docs = Path(__file__).resolve().parents[2] / "docs" / "importing.md"
+    sample = docs.read_text().split("```yaml\n", 1)[1].split("```\n", 1)[0]
+    folder = tmp_path / "mini" / "go-tlv-1"
+    shutil.copytree(MINI / "go-tlv-1", folder)
+    config = folder / "sse" / "config.yaml"
+    assert yaml.safe_load(sample) == yaml.safe_load(config.read_text())
+    config.write_text(sample)
+    out = tmp_path / "out"
+    assert cli("upstream", str(folder), "--out", str(out)) == (0, f"{out / 'go-tlv-1'}\n", ONE_TASK)
+    placed = re.findall(r"# (sse/\S+)", sample)
+    assert placed == [
+        "sse/reports/issue.md", "sse/build.sh", "sse/run.sh", "sse/test.sh",
+        "sse/diffs/patch.diff", "sse/pocs/poc.go", "sse/diffs/test.diff",
+    ]  # fmt: skip
+    held = {p.read_bytes() for p in (out / "go-tlv-1").rglob("*") if p.is_file()}
+    assert [path for path in placed if (folder / path).read_bytes() not in held] == []
