@@ -59,6 +59,21 @@ def test_one_bad_task_of_a_dataset_writes_none(cli: Cli, tmp_path: Path) -> None
     )
 
 
+def test_keep_going_writes_a_datasets_good_tasks(cli: Cli, tmp_path: Path) -> None:
+    dataset = tmp_path / "mini"
+    shutil.copytree(MINI, dataset)
+    config = dataset / "go-tlv-1" / "sse" / "config.yaml"
+    config.write_text(config.read_text().replace("language:", "langage:"))
+    out = tmp_path / "out"
+    assert cli("upstream", str(dataset), "--out", str(out), "--keep-going") == (
+        1,
+        f"{out / 'rust-rle-1'}\n",
+        f"ssebench: error: {config}: language: is required\n"
+        "ssebench: import upstream: 2 records: 1 task, 1 with a fix, 1 refused\n",
+    )
+    assert sorted(p.name for p in out.iterdir()) == ["rust-rle-1"]
+
+
 @pytest.mark.parametrize("flag", ["--source", "--image"])
 def test_a_dataset_takes_no_one_tasks_flags(cli: Cli, tmp_path: Path, flag: str) -> None:
     value = str(tmp_path) if flag == "--source" else "x/y:1"
