@@ -75,10 +75,7 @@ def read(request: Request) -> Records:
     if source is not None and not source.is_dir():
         raise ConfigError(f"--source {source}: no such folder")
     here = source.resolve() if source is not None else None
-    try:
-        folders = task_folders(given)
-    except SourceError as exc:
-        return Records(iter([exc]), total=1)
+    folders = task_folders(given)  # none: not upstream's at all, one line and 2 either way
     if folders != [given] and (here is not None or request.image is not None):
         flag = "--source" if here is not None else "--image"
         raise ConfigError(f"{given}: {flag} is one task's: import a dataset without it")

@@ -143,6 +143,8 @@ def test_a_folder_that_is_no_upstream_task_is_one_line(cli: Cli, tmp_path: Path)
         "image's /ssebench folder (config.yaml), a dataset folder of task folders (datasets/pilot) "
         "nor a checkout (datasets/)"
     )
+    said = cli("upstream", str(tmp_path / "empty"), "--out", str(out), "--keep-going")
+    assert (said[0], said[2].count("\n")) == (2, 1)  # no record to go on past
     (folder / "Dockerfile").unlink()
     assert refused(cli, out, "upstream", str(folder)) == (
         f"{folder}: an upstream task folder has a Dockerfile"
