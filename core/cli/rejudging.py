@@ -47,9 +47,9 @@ class _Rejudge:
 
     async def __call__(self, item: Prediction | BadLine) -> Graded:
         said = ungraded(item, self.args.tasks)
-        if said is not None or not isinstance(item, Prediction):
-            assert said is not None
+        if said is not None:
             return said
+        assert isinstance(item, Prediction)  # a bad line is said by `ungraded`
         task = self.task(item.task)
         if isinstance(task, str):
             return Graded(item, ERROR, task)
