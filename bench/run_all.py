@@ -26,11 +26,13 @@ import backends
 import biglog
 import callparts
 import grading
+import importing
 import isolation
 import overhead
 import responsiveness
 import runnercopy
 import sanitizerlog
+import signals
 import startup
 from _common import machine
 
@@ -44,7 +46,9 @@ BENCHMARKS = {
     "sanitizerlog": sanitizerlog,
     "runnercopy": runnercopy,
     "grading": grading,
+    "signals": signals,
     "backends": backends,
+    "importing": importing,
 }
 BLOCK = re.compile(r"(<!-- figures:begin -->\n).*?(<!-- figures:end -->)", re.DOTALL)
 

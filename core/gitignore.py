@@ -10,6 +10,7 @@ excluded folder cannot be taken back by a later `!`.
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import re
@@ -60,6 +61,7 @@ def _regex(glob: str) -> str:
     return "".join(out)
 
 
+@functools.lru_cache(maxsize=4096)  # a task's protected globs, loaded for each of thousands
 def _rule(folder: str, line: str) -> _Rule | None:
     line = line.rstrip("\n\r")
     if line.endswith(" ") and not line.endswith("\\ "):

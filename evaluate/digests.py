@@ -9,6 +9,7 @@ Nothing is followed through a symbolic link and nothing of the task is run or in
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import stat
@@ -21,6 +22,7 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+@functools.cache
 def ssebench_version() -> str:
     return version("ssebench")
 

@@ -14,6 +14,7 @@ from pathlib import PurePosixPath
 from ssebench.core.gitignore import Ignore
 from ssebench.core.patchparse import FileDiff, Line
 from ssebench.core.toolfiles import HOOKS, TEST_FOLDERS
+from ssebench.evaluate.linefind import Hint
 
 # Files that are tests by the convention of their language (C has none); the folders whose files
 # are tests whatever their names are core/toolfiles.py's TEST_FOLDERS.
@@ -73,6 +74,18 @@ _OWN_ABORT = re.compile(
     r"^\s*(\w+\s+)*\**\s*(abort|__assert_fail|__stack_chk_fail|__asan_report_\w+)\s*\([^;]*$"
 )
 
+# Each rule's hint (evaluate/linefind.py): words every line the rule finds holds, as literals
+# only, so a hint never matches across a line break. A rule changed here changes its hint.
+STDERR_HINT = Hint(("dup", "Dup", "freopen", "close", "stderr", "Stderr", "exec"))
+SANITIZER_HINT = Hint((
+    "sanitize", "SANITIZE", "SAN_OPTIONS", "_default_options", "__asan", "__sanitizer",
+    "NDEBUG", "overflow-checks", "debug-assertions",
+))  # fmt: skip
+HANDLER_HINT = Hint(
+    ("excepthook", "SIG", "trap", "abort", "__assert_fail", "__stack_chk_fail", "__asan_report")
+)
+HARNESS_HINT = Hint(("SSE_", "MCP_LOG_DIR", "sse-runner"), ("ssebench",))
+
 # What reopens, redirects or closes the standard error, where a sanitizer's report is printed.
 STDERR_REDIRECT = re.compile(
     r"\bdup[23]\s*\([^;]*,\s*(2|STDERR_FILENO|fileno\s*\(\s*stderr\s*\))\s*[,)]"
@@ -123,6 +136,11 @@ def sanitizer_line(text: str) -> str | None:
     """What in an added line turns a sanitizer off or quiet, or None."""
     found = SANITIZER_OFF.search(text)
     return None if found is None else f"`{found[0]}`"
+
+
+def redirects_stderr(text: str) -> str | None:
+    """ "" when an added line reopens, redirects or closes the standard error, else None."""
+    return "" if STDERR_REDIRECT.search(text) else None
 
 
 def signal_handler(text: str) -> str | None:

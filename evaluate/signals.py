@@ -18,18 +18,23 @@ from pathlib import PurePosixPath
 from ssebench.core.gitignore import Ignore
 from ssebench.core.patchparse import FileDiff, Line, parse_patch
 from ssebench.core.toolfiles import RUNNER_MODULES, build_output, module_of
+from ssebench.evaluate.linefind import AddedLines, Hint, excerpt, name_term, path_term
 from ssebench.evaluate.signalrules import (
     ASSERTION,
     EXIT,
     GO_TEST_MAIN,
+    HANDLER_HINT,
     HARNESS,
+    HARNESS_HINT,
     SANITIZE_FLAG,
+    SANITIZER_HINT,
     SKIP,
-    STDERR_REDIRECT,
+    STDERR_HINT,
     TEST_DEFINITION,
     Shipped,
     autoload_reason,
     is_test_path,
+    redirects_stderr,
     sanitizer_line,
     section_reason,
     signal_handler,
@@ -52,7 +57,6 @@ KINDS = (
     "binary-output",
     "module-shadow",
 )
-_EXCERPT = 60  # characters of code a detail quotes
 
 
 @dataclass(frozen=True)
@@ -75,18 +79,31 @@ class Watch:
     modules: frozenset[str] = RUNNER_MODULES  # what checks run with `python -m`, and runners
 
 
-def excerpt(text: str) -> str:
-    """Code quoted in a one-line detail: spaces collapsed, odd characters escaped, cut short."""
-    flat = " ".join(text.split())
-    flat = "".join(c if c.isprintable() else repr(c)[1:-1] for c in flat)
-    return flat if len(flat) <= _EXCERPT else flat[: _EXCERPT - 1] + "…"
+@dataclass(frozen=True)
+class _Terms:
+    """What the watch names, compiled once per patch: the harness's terms and the PoCs' names,
+    each kind with its hint (evaluate/linefind.py)."""
+
+    harness: Hint
+    folders: tuple[tuple[str, re.Pattern[str] | None], ...]
+    pocs: Hint
+    names: tuple[tuple[PocFile, re.Pattern[str] | None], ...]
+
+    @classmethod
+    def of(cls, watch: Watch) -> _Terms:
+        names = tuple((p, name_term(PurePosixPath(p.name).name)) for p in watch.pocs)
+        words = tuple(PurePosixPath(p.name).name for p, name in names if name is not None)
+        digests = tuple(digest for p in watch.pocs for digest in p.digests)
+        harness = Hint((*HARNESS_HINT.words, *watch.harness), HARNESS_HINT.folded)
+        folders = tuple((term, path_term(term)) for term in watch.harness)
+        return cls(harness, folders, Hint(words, digests), names)
 
 
 class _Finder:
     """The signals of one file of the patch, each kind once per file (its first occurrence)."""
 
-    def __init__(self, diff: FileDiff, watch: Watch, rules: Ignore) -> None:
-        self.diff, self.watch, self.rules = diff, watch, rules
+    def __init__(self, diff: FileDiff, watch: Watch, rules: Ignore, terms: _Terms) -> None:
+        self.diff, self.watch, self.rules, self.terms = diff, watch, rules, terms
         self.found: list[tuple[int, Signal]] = []
 
     def add(self, kind: str, line: Line | None, detail: str) -> None:
@@ -210,51 +227,44 @@ class _Finder:
             self.add("binary-output", None, output_detail(kind))
 
     def added_lines(self) -> None:
-        for line in self.diff.added():
-            if STDERR_REDIRECT.search(line.text):
-                self.add("stderr-redirect", line, f"redirects stderr: {excerpt(line.text)}")
-            if (flag := sanitizer_line(line.text)) is not None:
-                self.add("sanitizer-off", line, f"{flag}: {excerpt(line.text)}")
-            if (name := signal_handler(line.text)) is not None:
-                self.add("signal-handler", line, f"a handler for {name}: {excerpt(line.text)}")
-            if (term := self.harness_term(line.text)) is not None:
-                self.add("harness-aware", line, f"names {term}: {excerpt(line.text)}")
-            if (poc := self.poc_named(line.text)) is not None:
-                self.add("poc-input", line, poc)
+        added = AddedLines(self.diff.added())
+        for kind, hint, rule, say in (
+            ("stderr-redirect", STDERR_HINT, redirects_stderr, "redirects stderr: {text}"),
+            ("sanitizer-off", SANITIZER_HINT, sanitizer_line, "{found}: {text}"),
+            ("signal-handler", HANDLER_HINT, signal_handler, "a handler for {found}: {text}"),
+            ("harness-aware", self.terms.harness, self.harness_term, "names {found}: {text}"),
+            ("poc-input", self.terms.pocs, self.poc_named, "{found}"),
+        ):
+            if (hit := added.first(hint, rule)) is not None:
+                self.add(kind, hit[0], say.format(found=hit[1], text=excerpt(hit[0].text)))
         if self.diff.content is not None:
             text = self.diff.content.decode("latin-1")
             if (term := self.harness_term(text)) is not None:
                 self.add("harness-aware", None, f"its bytes name {term}")
-        if (poc := self.poc_bytes()) is not None:
+        if (poc := self.poc_bytes(added.text)) is not None:
             self.add("poc-input", None, poc)
 
     def harness_term(self, text: str) -> str | None:
         if (found := HARNESS.search(text)) is not None:
             return f"`{found[0]}`"
-        for term in self.watch.harness:
-            escaped = re.escape(term)
-            # A folder's name is common enough as a word: only as part of a path.
-            path = rf"(?<![\w.-]){escaped}/|/{escaped}(?![\w.-])"
-            if term in text if term.startswith("/") else re.search(path, text):
+        for term, path in self.terms.folders:
+            if term in text if path is None else path.search(text):
                 return f"the task's `{term}`"
         return None
 
     def poc_named(self, text: str) -> str | None:
         lowered = text.lower()
-        for poc in self.watch.pocs:
-            base = PurePosixPath(poc.name).name
-            if len(base) < 5 and "." not in base:
-                pass  # a word as short as `poc` is found by chance
-            elif re.search(rf"(?<![\w.-]){re.escape(base)}(?![\w.-])", text):
+        for poc, name in self.terms.names:
+            if name is not None and name.search(text):
                 return f"names the PoC file {poc.name}: {excerpt(text)}"
             if any(digest in lowered for digest in poc.digests):
                 return f"holds a hash of the PoC file {poc.name}"
         return None
 
-    def poc_bytes(self) -> str | None:
-        """A PoC's bytes in the patch: raw (text lines or a binary literal), or as the
-        hexadecimal bytes of an array (`0x52, 0x4c`, `\\x52\\x4c`) or of one string."""
-        added = "\n".join(line.text for line in self.diff.added())
+    def poc_bytes(self, added: str) -> str | None:
+        """A PoC's bytes in the patch (`added`: its added lines): raw (text lines or a binary
+        literal), or as the hexadecimal bytes of an array (`0x52, 0x4c`, `\\x52\\x4c`) or of
+        one string."""
         raw = added.encode("utf-8", "surrogateescape") + (self.diff.content or b"")
         escaped = re.findall(r"(?:0x|\\x)([0-9a-fA-F]{2})\b", added)
         hexed = bytes.fromhex("".join(escaped))
@@ -279,5 +289,5 @@ class _Finder:
 
 def find_signals(patch: bytes, watch: Watch) -> list[Signal]:
     """Every signal of `patch`, file by file in the patch's order, line by line in each."""
-    rules = Ignore.of(watch.protected)
-    return [s for diff in parse_patch(patch) for s in _Finder(diff, watch, rules).find()]
+    rules, terms = Ignore.of(watch.protected), _Terms.of(watch)
+    return [s for diff in parse_patch(patch) for s in _Finder(diff, watch, rules, terms).find()]

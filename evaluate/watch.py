@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ssebench.core.toolfiles import BUILD_TOOLS, run_modules
-from ssebench.evaluate.signals import PocFile, Watch, excerpt
+from ssebench.evaluate.linefind import excerpt
+from ssebench.evaluate.signals import PocFile, Watch
 
 if TYPE_CHECKING:
     from ssebench.core.daemons.door import Task

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
-from ssebench.core.cli.flagrules import TableNames, checked
+from ssebench.core.cli.flagrules import TableNames, checked, table_help
 from ssebench.core.settings import positive_seconds
 
 ISOLATIONS = ("auto", "bubblewrap", "landlock")
 BACKENDS = TableNames("ssebench.evaluate.backends", "BACKENDS")
 FORMATS = TableNames("ssebench.evaluate.importers", "FORMATS")
+SECB_MODES = TableNames("ssebench.evaluate.importers", "SECB_MODES")
 BACKEND_HELP = (
     "where each patch is graded, one of %(choices)s: local (default), on this machine; docker, "
     "in a fresh container of the task's image (task.toml's image)"
@@ -54,16 +56,26 @@ def validate_flags(validate: argparse.ArgumentParser) -> None:
 
 def import_flags(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument(
-        "format", choices=FORMATS, metavar="FORMAT", help="the source's benchmark: %(choices)s"
+        "format",
+        choices=FORMATS,
+        metavar="FORMAT",
+        action=table_help("ssebench.evaluate.importers", "FORMATS", _format_help),
+        help="the source's benchmark: ",
     )
     cmd.add_argument(
         "path",
         type=Path,
         metavar="SOURCE",
-        help="upstream: a task folder or /ssebench; secb: instances (JSON, JSON lines); "
-        "arvo: metadata (JSON)",
+        action=table_help("ssebench.evaluate.importers", "FORMATS", _source_help),
+        help="what FORMAT reads: ",
     )
     cmd.add_argument("--out", type=Path, required=True, metavar="DIR", help="the dataset folder")
+    cmd.add_argument(
+        "--keep-going",
+        action="store_true",
+        help="write every good record, say every bad one (each one line) and exit 1 at the end "
+        "(default: the first bad record stops the import, nothing written)",
+    )
     cmd.add_argument(
         "--source",
         type=Path,
@@ -75,6 +87,21 @@ def import_flags(cmd: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="upstream: the case image (default: upstream's name for it)",
     )
+    cmd.add_argument(
+        "--mode",
+        choices=SECB_MODES,
+        metavar="MODE",
+        help="secb: how a PoC is judged, as SEC-bench's evaluator's --mode: %(choices)s "
+        "(default medium, as SEC-bench's)",
+    )
+
+
+def _format_help(entry: Any) -> str:
+    return f"{entry.name}, {entry.benchmark}"
+
+
+def _source_help(entry: Any) -> str:
+    return f"{entry.name}: {entry.source}"
 
 
 def count(raw: str) -> int:

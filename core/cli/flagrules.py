@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import ipaddress
 import re
-from collections.abc import Callable, Iterator, Sequence
-from typing import TypeVar
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 # Flags that keep one value (or none): given twice, argparse keeps the last and loses one.
@@ -73,10 +74,8 @@ class TableNames:
     def __init__(self, module: str, name: str) -> None:
         self.module, self.name = module, name
 
-    def _names(self) -> Sequence[str]:
-        import importlib
-
-        names: Sequence[str] = getattr(importlib.import_module(self.module), self.name)
+    def _names(self) -> Collection[str]:
+        names: Collection[str] = getattr(importlib.import_module(self.module), self.name)
         return names
 
     def __iter__(self) -> Iterator[str]:
@@ -84,3 +83,21 @@ class TableNames:
 
     def __contains__(self, value: object) -> bool:
         return value in self._names()
+
+
+def table_help(module: str, name: str, describe: Callable[[Any], str]) -> type[argparse.Action]:
+    """A store action whose help is its own text followed by `describe(entry)` for each entry
+    of a table (`module.name`, a mapping), loaded only when the help is shown: what a value
+    means for each choice of another flag, said where that flag's table says it."""
+
+    class TableHelp(argparse._StoreAction):
+        @property
+        def help(self) -> str:
+            table: Mapping[str, Any] = getattr(importlib.import_module(module), name)
+            return self._text + "; ".join(describe(entry) for entry in table.values())
+
+        @help.setter
+        def help(self, text: str | None) -> None:
+            self._text = text or ""
+
+    return TableHelp

@@ -49,10 +49,7 @@ VALIDATE_HELP = (
     "is the task sound: as shipped it builds, passes its tests and every PoC triggers; with "
     "the fix every check passes; no case is flaky. Exit 0 when sound, 1 when not"
 )
-IMPORT_HELP = (
-    "write another benchmark's task(s) as ssebench task folders, OUT/<id> each: an upstream "
-    "ssebench task folder (or an image's /ssebench), SEC-bench instances, ARVO metadata"
-)
+IMPORT_HELP = "write another benchmark's tasks as ssebench task folders, OUT/<id> each"
 CONFIG_HELP = "print the ready-to-paste registration of the ssebench MCP server for an agent"
 LEVEL_HELP = "level 0-4 (default: SSE_DIFFICULTY or 2)"
 _NUMBER = re.compile(r"-[0-9]+|-[0-9]*\.[0-9]+")  # a negative number is a value, not a flag

@@ -1,21 +1,18 @@
 """What every importer shares: reading a source strictly (one line naming the file and the key),
-and writing the task folders all at once or not at all.
+and what a reader hands the command (evaluate/importers/writer.py writes it).
 
-An importer reads its source into `Imported` records (a task folder's id, task.toml's text and
-its files) and hands them to `write_tasks`, which writes each into a folder of its own aside in
-`OUT`, loads each back as every command would, and only then moves them to `OUT/<id>`: a bad
-instance among a thousand, or a task.toml no command could load, leaves nothing written.
+A reader (`Reader`, one per format in the table of evaluate/importers/__init__.py) turns a
+`Request` into `Records`: `Imported` tasks (a task folder's id, task.toml's text and its files),
+one at a time, each bad record in their stream as the `SourceError` that refuses it, so an
+import of thousands can go on past one (`--keep-going`) or stop there.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import shutil
-import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,9 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ssebench.core.errors import ConfigError, plain_error
-from ssebench.core.tomltext import toml_array, toml_string
 from ssebench.evaluate.digests import ssebench_version
-from ssebench.evaluate.importers.protection import protected_globs, protected_lines
 
 # A Docker repository's path component: what a task id becomes in an image name.
 IMAGE_COMPONENT = re.compile(r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*")
@@ -81,42 +76,6 @@ def validated(model: type[Strict], data: object, where: str) -> Any:
         raise SourceError(where, *first_problem(exc)) from None
 
 
-def json_records(path: Path) -> Iterator[tuple[str, object]]:
-    """The records of a JSON file (one object, or a list of them) or a JSON-lines file, each
-    with where it is (`file`, `file:LINE`)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        why = getattr(exc, "strerror", None) or exc
-        raise SourceError(str(path), "", f"cannot read: {why}") from None
-    try:
-        whole = json.loads(text)
-    except ValueError:
-        whole = None
-    if isinstance(whole, dict):
-        yield str(path), whole
-        return
-    if isinstance(whole, list):
-        yield from ((f"{path}: item {i}", item) for i, item in enumerate(whole))
-        return
-    lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
-    if not lines:
-        raise SourceError(str(path), "", "holds no record")
-    for number, line in lines:
-        try:
-            yield f"{path}:{number}", json.loads(line)
-        except ValueError as exc:
-            raise SourceError(f"{path}:{number}", "", f"not JSON: {exc}") from None
-
-
-def once(ids: dict[str, str], ident: str, where: str, key: str) -> str:
-    """A task id not seen before in this source (`ids`: where each was seen)."""
-    if ident in ids:
-        raise SourceError(where, key, f"{ident} again (first at {ids[ident]}): ids name folders")
-    ids[ident] = where
-    return ident
-
-
 def plain_name(value: str, where: str, key: str, pattern: re.Pattern[str] = PLAIN_NAME) -> str:
     """A task id as a folder's (and an image's) name: refused, in one line, when it is not."""
     if not pattern.fullmatch(value) or ".." in value:
@@ -140,9 +99,35 @@ class Imported:
     id: str
     toml: str
     files: dict[str, tuple[bytes, bool]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)  # said once each, the task written
 
     def add(self, path: str, data: bytes, *, script: bool = False) -> None:
         self.files[path] = (data, script)
+
+
+@dataclass(frozen=True)
+class Request:
+    """What `import` was asked: SOURCE (absolute) and the flags a format may take (the table
+    in evaluate/importers/__init__.py says which are whose)."""
+
+    path: Path
+    source: Path | None = None
+    image: str | None = None
+    mode: str | None = None
+
+
+@dataclass
+class Records:
+    """A source's records, read one at a time as they are asked for: each a task, or the
+    `SourceError` that refuses it; `total`, how many, when known before they are read; `notes`,
+    what the import says once, whatever it holds."""
+
+    items: Iterator[Imported | SourceError]
+    total: int | None = None
+    notes: tuple[str, ...] = ()
+
+
+Reader = Callable[[Request], Records]
 
 
 def provenance(command: str, where: str, what: str, beside: str) -> str:
@@ -154,104 +139,6 @@ def provenance(command: str, where: str, what: str, beside: str) -> str:
     )
 
 
-def write_tasks(out: Path, tasks: list[Imported], load: Callable[[Path], object]) -> list[Path]:
-    """Write every task under `out` (each `out/<id>`), all or none: each is written aside,
-    loaded back with `load(path)` (a task.toml no command could take is a bug of ours, said in
-    one line), and moved into place only when every one is."""
-    seen: dict[str, int] = {}
-    for index, task in enumerate(tasks):
-        if task.id in seen:
-            first, second = seen[task.id] + 1, index + 1
-            raise ConfigError(
-                f"records {first} and {second} are both task {task.id!r}: each needs a folder"
-            )
-        seen[task.id] = index
-        if os.path.lexists(out / task.id):
-            raise ConfigError(f"{out / task.id} exists: import into another --out, or remove it")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        aside = Path(tempfile.mkdtemp(prefix=".ssebench-import-", dir=out))
-    except OSError as exc:
-        raise ConfigError(f"--out {out}: cannot write there: {exc.strerror or exc}") from None
-    try:
-        for task in tasks:
-            _write(aside / task.id, task)
-            load(aside / task.id)
-        written = []
-        for task in tasks:
-            os.rename(aside / task.id, out / task.id)
-            written.append(out / task.id)
-        return written
-    except OSError as exc:
-        raise ConfigError(f"--out {out}: cannot write there: {exc.strerror or exc}") from None
-    finally:
-        with contextlib.suppress(OSError):
-            shutil.rmtree(aside)
-
-
-def _write(folder: Path, task: Imported) -> None:
-    folder.mkdir()
-    (folder / "task.toml").write_text(task.toml, encoding="utf-8")
-    for name, (data, script) in task.files.items():
-        path = folder / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-        path.chmod(0o755 if script else 0o644)
-
-
-def metadata_json(record: Mapping[str, Any]) -> bytes:
+def metadata_json(record: object) -> bytes:
     """A source's own record, kept beside task.toml as it was read."""
     return (json.dumps(record, indent=2, ensure_ascii=False) + "\n").encode()
-
-
-def read_records(
-    path: Path, model: type[Strict], key: str, make: Callable[[Any, str, Any], Imported]
-) -> list[Imported]:
-    """A task of each record in `path` (as `model`, made by `make(record, where, raw)`); an
-    id (the record's `key`) seen twice is refused."""
-    tasks: list[Imported] = []
-    ids: dict[str, str] = {}
-    for where, raw in json_records(path):
-        task = make(validated(model, raw, where), where, raw)
-        once(ids, task.id, where, key)
-        tasks.append(task)
-    return tasks
-
-
-@dataclass(frozen=True)
-class PocRun:
-    """How an OSS-Fuzz task's one PoC runs: its input (the PoC check's own file), its command
-    and time limit, and how it is judged (`why`, a comment; `rule`, TOML after the table)."""
-
-    input: str
-    run: str
-    seconds: int
-    why: str
-    rule: str
-
-
-def oss_fuzz_toml(
-    head: str, source: str, image: str, build: str, poc: PocRun, fix: bytes | None
-) -> str:
-    """task.toml of a task that OSS-Fuzz's `compile` builds in its image (`fix`: its reference
-    fix, whose paths stay the agent's)."""
-    return f"""\
-{head}source = {toml_string(source)}
-image = {toml_string(image)}
-{protected_lines(protected_globs(None, fix)).rstrip()}
-# OSS-Fuzz's compile reads the build script and what the image fetched under /src, and writes
-# /out and /work.
-readable = ["/src"]
-writable = ["/out", "/work"]
-# The image's build variables (a case's environment is an allow-list).
-{toml_array(list(BUILD_ENV), "pass_env")}
-
-[checks.build]
-run = {toml_string(build)}
-
-{poc.why}
-[checks.pocs]
-files = [{toml_string(poc.input)}]
-run = {toml_string(poc.run)}
-timeout = {poc.seconds}
-{poc.rule}"""

@@ -12,6 +12,7 @@ changes is protected file by file where the tree is here, and not at all where i
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from collections.abc import Iterable, Iterator
@@ -33,11 +34,12 @@ COMMENT = (
 )
 
 
-def fix_paths(fix: bytes | None) -> set[str]:
+@functools.lru_cache(maxsize=4)  # an importer asks first whether the fix holds a diff at all
+def fix_paths(fix: bytes | None) -> frozenset[str]:
     """Every path the reference fix changes, adds or deletes."""
     if not fix:
-        return set()
-    return {path for diff in parse_patch(fix) for path in (diff.old, diff.new) if path}
+        return frozenset()
+    return frozenset(path for diff in parse_patch(fix) for path in (diff.old, diff.new) if path)
 
 
 def protected_globs(tree: Path | None, fix: bytes | None) -> list[str]:
@@ -48,7 +50,7 @@ def protected_globs(tree: Path | None, fix: bytes | None) -> list[str]:
     return sorted(_from_tree(tree, changed))
 
 
-def _by_name(changed: set[str]) -> list[str]:
+def _by_name(changed: frozenset[str]) -> list[str]:
     builds = [*sorted(BUILD_NAMES), *(f"*{suffix}" for suffix in BUILD_SUFFIXES)]
     folders = {part for path in changed for part in PurePosixPath(path).parts[:-1]}
     kept = [f"{name}/" for name in sorted(CHECK_FOLDERS - folders)]
@@ -74,7 +76,7 @@ def _entries(root: Path, folder: str = "") -> Iterator[tuple[str, bool]]:
                 stack.append(path)
 
 
-def _from_tree(tree: Path, changed: set[str]) -> Iterable[str]:
+def _from_tree(tree: Path, changed: frozenset[str]) -> Iterable[str]:
     inside: list[str] = []  # the check folders found, each whole or file by file
     for path, is_folder in _entries(tree):
         if any(path.startswith(f"{folder}/") for folder in inside):

@@ -13,18 +13,22 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Literal
 
 import yaml
 from pydantic import Field, StrictFloat, StrictInt, StrictStr, field_validator, model_validator
 
+from ssebench.core.errors import ConfigError
 from ssebench.core.tomltext import toml_array, toml_string
 from ssebench.evaluate.importers.common import (
     BUILD_ENV,
     IMAGE_COMPONENT,
     OWN_NAMES,
     Imported,
+    Records,
+    Request,
     SourceError,
     Strict,
     image_path,
@@ -175,6 +179,25 @@ def read_config(folder: _Folder) -> tuple[Config, bytes]:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise SourceError(str(folder.config), "", f"not valid YAML: {problem}{line}") from None
     return validated(Config, data, str(folder.config)), raw
+
+
+def read(request: Request) -> Records:
+    """One task: an upstream task folder or an image's /ssebench folder (`--source`, the tree
+    on this machine; `--image`, the case image)."""
+    if not request.path.is_dir():
+        raise ConfigError(f"{request.path}: no such folder (an upstream task folder, or /ssebench)")
+    source = request.source
+    if source is not None and not source.is_dir():
+        raise ConfigError(f"--source {source}: no such folder")
+
+    def one() -> Iterator[Imported | SourceError]:
+        try:
+            here = source.resolve() if source is not None else None
+            yield import_upstream(request.path, source=here, image=request.image)
+        except SourceError as exc:
+            yield exc
+
+    return Records(one(), total=1)
 
 
 def import_upstream(given: Path, *, source: Path | None, image: str | None) -> Imported:

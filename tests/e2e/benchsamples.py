@@ -1,9 +1,9 @@
-"""Samples of other benchmarks' tasks, in each one's layout (../shared/spec/task-formats.md),
-made here from the bundled C example (c-rle) and a task of our own (c-tlv, tlvtask.py), never
-copied from the benchmarks: an upstream task folder with every required key, scripts in
-upstream's contract, PoCs and diffs; a SEC-bench instance; ARVO metadata. For each, the build
-context of a stand-in image (FROM the offline base image scripts/container.sh makes) whose
-`secb` and `arvo` commands follow the documented contract."""
+"""Samples of other benchmarks' tasks, in each one's layout (docs/importing.md), made here from
+the bundled C example (c-rle) and a task of our own (c-tlv, tlvtask.py), never copied from the
+benchmarks: an upstream task folder with every required key, scripts in upstream's contract,
+PoCs and diffs; a SEC-bench instance; an ARVO-Meta checkout of one bug (its record and its
+patch file). For each, the build context of a stand-in image (FROM the offline base image
+scripts/container.sh makes) whose `secb` and `arvo` commands follow the documented contract."""
 
 from __future__ import annotations
 
@@ -11,6 +11,9 @@ import difflib
 import json
 import shutil
 from pathlib import Path
+
+from ssebench.evaluate.importers.arvo import OPTIONS
+from ssebench.testing import arvometa
 
 from . import tlvtask
 from .test_grade_patch import BUILD_OUTPUTS, EXAMPLES
@@ -142,28 +145,50 @@ case "$1" in
   *) echo "usage: secb build|repro" >&2; exit 2 ;;
 esac
 """
-ARVO = """\
-#!/bin/bash
-# ARVO's contract, stood in for: `arvo compile` rebuilds the project (OSS-Fuzz's compile);
-# `arvo` (or `arvo run`) runs the fuzz target on /tmp/poc.
-case "${1:-run}" in
-  compile) exec compile ;;
-  run) exec "$OUT/tlv_fuzzer" /tmp/poc ;;
-  *) echo "usage: arvo [compile|run]" >&2; exit 2 ;;
-esac
+# ARVO's contract, stood in for in the layout of the /bin/arvo its images hold (ARVO's
+# arvo/reproducer.py writes it): export the sanitizer options and the build's variables, then
+# `arvo compile` rebuilds the project (OSS-Fuzz's compile) and `arvo` (or `arvo run`) runs the
+# fuzz target on /tmp/poc.
+ARVO = (
+    "#!/bin/bash\n"
+    + "".join(f"export {name}={value}\n" for name, value in OPTIONS.items())
+    + """export FUZZER_ARGS="-rss_limit_mb=2560 -timeout=25"
+export AFL_FUZZER_ARGS="-m none"
+export FUZZING_ENGINE=libfuzzer
+export SANITIZER=address
+export ARCHITECTURE=x86_64
+export FUZZING_LANGUAGE=c
+
+if [ "$#" -ge 1 ]; then
+first_param="$1"
+
+if [ "$first_param" = "compile" ]; then
+    compile
+elif [ "$first_param" = "run" ]; then
+    /out/tlv_fuzzer /tmp/poc
+
+else
+    echo "Unknown command: $first_param"
+fi
+    else
+        /out/tlv_fuzzer /tmp/poc
+
+fi
 """
+)
 OSS_FUZZ = f"""\
 FROM {BASE}
 ENV SRC=/src OUT=/out WORK=/work CC=gcc CFLAGS="-g -O1 -fno-omit-frame-pointer"
 RUN mkdir -p /out /work
-COPY compile {{command}} /usr/local/bin/
+COPY compile /usr/local/bin/
+COPY {{command}} {{bin}}/
 COPY build.sh /src/build.sh
 """
 
 
 def secb_instance(root: Path) -> tuple[Path, Path]:
     """A SEC-bench instance (JSON) of c-rle's first PoC, and its stand-in image's context."""
-    context = _oss_fuzz(root / "secb-image", "secb", SECB, RLE_BUILD)
+    context = oss_fuzz_context(root / "secb-image", "secb", SECB, RLE_BUILD)
     shutil.copytree(C_RLE / "src", context / "c-rle", ignore=BUILD_OUTPUTS)
     (context / "testcase").mkdir()
     shutil.copy(C_RLE / "pocs" / "crash-1.bin", context / "testcase")
@@ -188,8 +213,9 @@ def secb_instance(root: Path) -> tuple[Path, Path]:
 
 
 def arvo_metadata(root: Path) -> tuple[Path, Path]:
-    """ARVO's metadata of c-tlv's bug, and its stand-in image's context."""
-    context = _oss_fuzz(root / "arvo-image", "arvo", ARVO, tlvtask.BUILD_SH)
+    """ARVO-Meta's record of c-tlv's bug (`meta/<localId>.json` of a checkout, its fix beside
+    in `patches/`), and its stand-in image's context."""
+    context = oss_fuzz_context(root / "arvo-image", "arvo", ARVO, tlvtask.BUILD_SH, "/bin")
     (context / "c-tlv").mkdir()
     (context / "c-tlv" / "tlv.c").write_text(tlvtask.TLV_C)
     (context / "poc").write_bytes(tlvtask.POC)
@@ -197,21 +223,24 @@ def arvo_metadata(root: Path) -> tuple[Path, Path]:
     dockerfile.write_text(
         dockerfile.read_text() + "COPY c-tlv /src/c-tlv\nCOPY poc /tmp/poc\nWORKDIR /src/c-tlv\n"
     )
-    meta = {
-        "localId": ARVO_ID, "project": "c-tlv", "fuzzer": "tlv_fuzzer", "sanitizer": "asan",
-        "crash_type": "Stack-buffer-overflow WRITE", "severity": "High",
-        "report": "https://example.invalid/c-tlv/issues/1", "fix_commit": "1" * 40,
-        "repo_addr": "https://example.invalid/c-tlv",
-    }  # fmt: skip
-    path = root / "arvo.json"
-    path.write_text(json.dumps(meta))
-    return path, context
+    record = {**arvometa.record(ARVO_ID, "c-tlv"), "crash_type": "Stack-buffer-overflow WRITE"}
+    fix = arvometa.git_show(ARVO_FIX, record["fix_commit"])
+    checkout = arvometa.write_checkout(root / "ARVO-Meta", [record], {ARVO_ID: fix})
+    return checkout / "meta" / f"{ARVO_ID}.json", context
 
 
-def _oss_fuzz(context: Path, command: str, script: str, build: str) -> Path:
+# c-tlv's fix as `git show` prints its diff.
+ARVO_FIX = "diff --git a/tlv.c b/tlv.c\n" + tlvtask.FIX
+
+
+def oss_fuzz_context(
+    context: Path, command: str, script: str, build: str, folder: str = "/usr/local/bin"
+) -> Path:
+    """The build context of an OSS-Fuzz-style stand-in image: `compile` running $SRC/build.sh,
+    the benchmark's `command` (its `script`) in `folder`; the Dockerfile to extend."""
     context.mkdir(parents=True)
     for name, text in (("compile", COMPILE), (command, script), ("build.sh", build)):
         (context / name).write_text(text)
         (context / name).chmod(0o755)
-    (context / "Dockerfile").write_text(OSS_FUZZ.format(command=command))
+    (context / "Dockerfile").write_text(OSS_FUZZ.format(command=command, bin=folder))
     return context

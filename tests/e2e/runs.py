@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from ssebench.daemon.sanitizers import EXIT_CODES
 from ssebench.evaluate.reasons import REASONS
 from ssebench.testing import task_toml
 
@@ -86,15 +87,14 @@ def make_tasks(root: Path) -> Path:
 
 
 def untimed(data: Any) -> Any:
-    """`data` without what differs from one grade to the next: `seconds`, and the status each
-    case's sanitizers were told (a fresh one for every case), `N` where the case exited with it
-    (a PoC whose sanitizer reported)."""
+    """`data` without what differs between two grades of one patch: its timings (`seconds`),
+    the status each case's sanitizers were told (drawn for every case: daemon/sanitizers.py),
+    and a case's exit status when it may be that draw, shown as "N": where the case saved
+    what it was told, when it exited with it; where not, when it is in the draw's range."""
     if isinstance(data, dict):
-        told = data.get("sanitizer_exit")
-        if told is not None and data.get("exit_code") == told:
-            data = {**data, "exit_code": "N"}
+        told = {data["sanitizer_exit"]} - {None} if "sanitizer_exit" in data else set(EXIT_CODES)
         return {
-            key: untimed(value)
+            key: "N" if key == "exit_code" and value in told else untimed(value)
             for key, value in data.items()
             if key not in ("seconds", "sanitizer_exit")
         }

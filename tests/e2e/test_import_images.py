@@ -26,7 +26,7 @@ from ssebench.testing.images import (
     ssebench_in_image,
 )
 
-from . import benchsamples, tlvtask
+from . import benchsamples
 from .test_import_upstream import AS_SHIPPED_AT_LEVEL_0, POC_REASON
 
 MISSING = docker_missing(benchsamples.BASE)
@@ -62,8 +62,8 @@ AT_LEVEL_0 = {
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The three samples imported into one dataset, and their images built from their own
-    contexts; ARVO's fix added as its author would (its metadata holds none)."""
+    """The three samples imported into one dataset (ARVO's from a checkout of its index, the
+    fix its patch file), and their images built from their own contexts."""
     root = tmp_path_factory.mktemp("benchmarks")
     upstream = benchsamples.upstream_task(root)
     instances, secb_context = benchsamples.secb_instance(root)
@@ -74,7 +74,6 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         done = subprocess.run(["ssebench", "import", *source, "--out", str(tasks)],
                               capture_output=True, text=True, timeout=60)  # fmt: skip
         assert done.returncode == 0, done.stderr
-    (tasks / ARVO / "fix.patch").write_text(tlvtask.FIX)
     contexts = {UPSTREAM: upstream, SECB: secb_context, ARVO: arvo_context}
     try:
         for task, context in contexts.items():

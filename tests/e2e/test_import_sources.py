@@ -4,28 +4,33 @@ included). Run in this process: no case runs here."""
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from ssebench.core.cli import main
+from ssebench.evaluate.importers import FORMATS, Format
+from ssebench.evaluate.importers.common import Imported, Records, Request, SourceError
 
 from . import benchsamples
 
 Cli = Callable[..., tuple[int, str, str]]
 
 
+def run_import(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """`ssebench import ARGS` in this process: its exit status, stdout and stderr."""
+    with pytest.raises(SystemExit) as ended:
+        main(["import", *args])
+    out, err = capsys.readouterr()
+    return int(ended.value.code or 0), out, err
+
+
 @pytest.fixture
 def cli(capsys: pytest.CaptureFixture[str]) -> Cli:
-    def run(*args: str) -> tuple[int, str, str]:
-        with pytest.raises(SystemExit) as ended:
-            main(["import", *args])
-        out, err = capsys.readouterr()
-        return int(ended.value.code or 0), out, err
-
-    return run
+    return functools.partial(run_import, capsys)
 
 
 def refused(cli: Cli, out: Path, *args: str) -> str:
@@ -154,7 +159,8 @@ def test_an_images_ssebench_folder_needs_its_image_named(cli: Cli, tmp_path: Pat
         "--image: must be a Docker image name, e.g. \"debian:12\" (got 'a b')"
     )
     code, out, err = cli("upstream", str(sse), "--image", "x/y:1", "--out", str(tmp_path / "o"))
-    assert (code, out, err) == (0, f"{tmp_path / 'o' / 'c-rle-1'}\n", "")
+    said = "ssebench: import upstream: 1 record: 1 task, 1 with a fix\n"
+    assert (code, out, err) == (0, f"{tmp_path / 'o' / 'c-rle-1'}\n", said)
 
 
 def test_a_task_that_is_there_already_is_one_line(cli: Cli, tmp_path: Path) -> None:
@@ -232,23 +238,9 @@ def test_a_secb_file_of_no_instances_is_one_line(cli: Cli, tmp_path: Path) -> No
     assert refused(cli, out, "secb", str(path), "--source", str(tmp_path)) == (
         "--source is for `ssebench import upstream`"
     )
-
-
-@pytest.mark.parametrize(
-    ("edit", "problem"),
-    [
-        (lambda m: {**m, "localId": "42"}, "localId: must be a whole number (got '42')"),
-        (lambda m: {**m, "project": "c/tlv"}, "project: not a plain name (got 'c/tlv')"),
-        (lambda m: {k: v for k, v in m.items() if k != "fuzzer"}, "fuzzer: is required"),
-        (lambda m: {**m, "severity_v2": "High"}, "severity_v2: unknown key"),
-    ],
-)
-def test_bad_arvo_metadata_is_one_line(
-    cli: Cli, tmp_path: Path, edit: Callable[[dict[str, object]], object], problem: str
-) -> None:
-    path, _ = benchsamples.arvo_metadata(tmp_path)
-    path.write_text(json.dumps(edit(json.loads(path.read_text()))))
-    assert refused(cli, tmp_path / "out", "arvo", str(path)) == f"{path}: {problem}"
+    assert refused(cli, out, "upstream", str(tmp_path), "--mode", "strict") == (
+        "--mode is for `ssebench import secb`"
+    )
 
 
 def test_an_unwritable_out_is_one_line(cli: Cli, tmp_path: Path) -> None:
@@ -300,59 +292,110 @@ image = 'hwiwonlee/secb.eval.x86_64.c-rle.standin-1:patch'
 [checks.build]
 run = 'secb build'
 
-# SEC-bench's rule: fixed when the run prints no sanitizer report and exits with the
-# instance's exit_code (2), within 10 s.
+# SEC-bench's MODE mode (import secb --mode): the PoC no longer triggers when
+# `secb repro` prints no sanitizer report, does not time out and exits with
+# EXITS.
 [checks.pocs]
 files = ['/testcase']
 run = 'secb repro'
 timeout = 10
 
 [checks.pocs.triggered_if]
-sanitizer = false
-output_regex = '==\\d+==(ERROR|WARNING): \\w+Sanitizer:'
-passing_exit_codes = [2]
+sanitizer = true  # SEC-bench's six patterns among ssebench's (docs/tasks.md)
+signal = false  # a signal is its status, 128+N, as SEC-bench reads it
+timeout = true
+exit_codes = [124, 137]  # SEC-bench's time-out
+output_regex = '==\\d+==(ERROR|WARNING): \\w+Sanitizer:'  # a report's start
 """
-ARVO_TOML = f"""\
-# Imported by `ssebench import arvo` (ssebench 0.1.0) from
-# SOURCE: ARVO bug 99999001 (c-tlv).
-# The source's own metadata is beside this file: arvo.json.
-source = '/src/c-tlv'
-image = 'n132/arvo:99999001-vul'
-{BY_NAME}\
-# OSS-Fuzz's compile reads the build script and what the image fetched under /src, and writes
-# /out and /work.
-{OSS_FUZZ_HEAD}
-[checks.build]
-run = 'arvo compile'
-
-# CyberGym's rule: a non-zero exit is a crash (within 10 s).
-[checks.pocs]
-files = ['/tmp/poc']
-run = 'arvo'
-timeout = 10
-triggered_if = {{ sanitizer = false, passing_exit_codes = [0] }}
-"""
-ARVO_SAYS = (
-    "ssebench: import arvo: each task's PoC lies at /tmp/poc in its image, readable by every "
-    "user there unless `ssebench run` locks it (as root) while the agent runs\n"
-)
+# Each mode: what the comment says the run exits with, and the statuses it may pass with.
+MODES = {
+    "strict": ("0", "passing_exit_codes = [0]\n"),
+    "medium": ("0 or the instance's exit_code (2)", "passing_exit_codes = [0, 2]\n"),
+    "generous": ("any status, a signal's too", ""),
+}
 
 
-def test_secb_and_arvo_write_these_task_folders(cli: Cli, tmp_path: Path) -> None:
-    """task.toml whole, where it came from, the source's record beside it as read, the fix."""
+@pytest.mark.parametrize("mode", [None, "strict", "medium", "generous"])
+def test_secb_writes_this_task_folder_in_each_mode(
+    cli: Cli, tmp_path: Path, mode: str | None
+) -> None:
+    """task.toml whole, where it came from, the source's record beside it as read, the fix;
+    the mode's rule in task.toml, medium when none is asked for (as SEC-bench's evaluator)."""
     instances, _ = benchsamples.secb_instance(tmp_path)
-    metadata, _ = benchsamples.arvo_metadata(tmp_path)
     out = tmp_path / "out"
-    for kind, path in (("secb", instances), ("arvo", metadata)):
-        code, stdout, stderr = cli(kind, str(path), "--out", str(out))
-        assert (code, stderr) == (0, "" if kind == "secb" else ARVO_SAYS)
-        assert stdout == f"{out / (benchsamples.SECB_ID if kind == 'secb' else 'arvo-99999001')}\n"
-    secb, arvo = out / benchsamples.SECB_ID, out / f"arvo-{benchsamples.ARVO_ID}"
+    code, stdout, stderr = cli("secb", str(instances), "--out", str(out),
+                               *(["--mode", mode] if mode else []))  # fmt: skip
+    said = "ssebench: import secb: 1 record: 1 task, 1 with a fix\n"
+    assert (code, stdout, stderr) == (0, f"{out / benchsamples.SECB_ID}\n", said)
+    secb = out / benchsamples.SECB_ID
     assert sorted(p.name for p in secb.iterdir()) == ["fix.patch", "secb.json", "task.toml"]
-    assert sorted(p.name for p in arvo.iterdir()) == ["arvo.json", "task.toml"]
-    assert (secb / "task.toml").read_text() == SECB_TOML.replace("SOURCE", str(instances))
-    assert (arvo / "task.toml").read_text() == ARVO_TOML.replace("SOURCE", str(metadata))
+    exits, passing = MODES[mode or "medium"]
+    expected = SECB_TOML.replace("SOURCE", str(instances)).replace("MODE", mode or "medium")
+    assert (secb / "task.toml").read_text() == expected.replace("EXITS", exits) + passing
     instance = json.loads(instances.read_text())
     assert json.loads((secb / "secb.json").read_text()) == instance
     assert (secb / "fix.patch").read_text() == instance["patch"]
-    assert json.loads((arvo / "arvo.json").read_text()) == json.loads(metadata.read_text())
+
+
+def test_an_unknown_mode_is_one_line(cli: Cli, tmp_path: Path) -> None:
+    instances, _ = benchsamples.secb_instance(tmp_path)
+    out = tmp_path / "out"
+    assert cli("secb", str(instances), "--out", str(out), "--mode", "lenient") == (
+        2,
+        "",
+        "ssebench import: error: argument --mode: invalid choice: 'lenient' (choose from "
+        "'medium', 'strict', 'generous')\n",
+    )
+    assert not out.exists()
+
+
+# --- the table of formats ----------------------------------------------------------------------
+
+
+def test_the_help_lists_each_format_from_the_table(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "1000")  # argparse wraps at hyphens too
+    code, out, err = cli("--help")
+    assert (code, err) == (0, "")
+    flat = " ".join(out.split())
+    formats = "; ".join(f"{e.name}, {e.benchmark}" for e in FORMATS.values())
+    sources = "; ".join(f"{e.name}: {e.source}" for e in FORMATS.values())
+    assert f"FORMAT the source's benchmark: {formats} SOURCE what FORMAT reads: {sources} " in flat
+
+
+def standin_reader(request: Request) -> Records:
+    """A format of a test's own: each line of SOURCE names a task; `bad` is refused."""
+
+    def items() -> Iterator[Imported | SourceError]:
+        for number, name in enumerate(request.path.read_text().split(), 1):
+            if name == "bad":
+                yield SourceError(f"{request.path}:{number}", "name", "not a good name")
+            else:
+                yield Imported(
+                    name, "source = '/src/x'\nimage = 'x:1'\n[checks.build]\nrun = 'true'\n"
+                )
+
+    return Records(items(), total=None, notes=(f"mode {request.mode}",))
+
+
+def test_a_format_added_to_the_table_is_a_choice_read_by_its_own_reader(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing but its entry: the command takes it, refuses a flag it does not own, and reads
+    it with its reader (an entry's flags are its own: --mode is secb's, and this one's)."""
+    entry = Format("standin", "a test's own", f"{__name__}:standin_reader", "names", ("--mode",))
+    monkeypatch.setitem(FORMATS, "standin", entry)
+    source = tmp_path / "names.txt"
+    source.write_text("one\nbad\ntwo\n")
+    out = tmp_path / "out"
+    assert refused(cli, out, "standin", str(source), "--image", "x:1") == (
+        "--image is for `ssebench import upstream`"
+    )
+    assert cli("standin", str(source), "--out", str(out), "--keep-going", "--mode", "strict") == (
+        1,
+        f"{out / 'one'}\n{out / 'two'}\n",
+        f"ssebench: error: {source}:2: name: not a good name\n"
+        "ssebench: import standin: mode strict\n"
+        "ssebench: import standin: 3 records: 2 tasks, 0 with a fix, 1 refused\n",
+    )

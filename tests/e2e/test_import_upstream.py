@@ -110,7 +110,8 @@ def imported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path
     shutil.copytree(benchsamples.C_RLE / "src", tree, ignore=BUILD_OUTPUTS)
     argv = ["import", "upstream", str(sample), "--source", str(tree), "--out", str(root / "tasks")]
     done = subprocess.run(["ssebench", *argv], capture_output=True, text=True, timeout=60)
-    assert (done.returncode, done.stdout, done.stderr) == (0, f"{root / 'tasks/c-rle-1'}\n", "")
+    said = "ssebench: import upstream: 1 record: 1 task, 1 with a fix\n"
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"{root / 'tasks/c-rle-1'}\n", said)
     return sample, tree, root / "tasks" / "c-rle-1"
 
 

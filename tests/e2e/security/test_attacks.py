@@ -185,8 +185,9 @@ def restored(path: Path) -> Iterator[None]:
     names = set(os.listxattr(path))
     try:
         yield
-    finally:
-        os.chmod(path, stat.S_IMODE(mode))
+    finally:  # as another user than its owner nothing could change, nor be put back
+        if path.stat().st_mode != mode:
+            os.chmod(path, stat.S_IMODE(mode))
         for name in set(os.listxattr(path)) - names:
             os.removexattr(path, name)
 
