@@ -55,18 +55,13 @@ def run_id_of(given: str | None, predictions: Path) -> str:
 
 
 def claim(out: Path, run_id: str) -> RunRecord:
-    """The run OUT holds, this one (recorded now when OUT holds none yet); ConfigError when it
-    holds another."""
+    """The run OUT holds, or this one when it holds none yet (recorded by `keep` once nothing
+    else stops the run: a refused run leaves nothing behind); ConfigError when it holds another."""
     path = out / RUN_RECORD
     try:
         held = RunRecord.model_validate_json(path.read_bytes())
     except FileNotFoundError:
-        record = RunRecord(run_id=run_id, started=now())
-        try:
-            write_json(path, dump(record))
-        except OSError as exc:
-            raise ConfigError(f"{path}: cannot record the run: {exc.strerror or exc}") from None
-        return record
+        return RunRecord(run_id=run_id, started=now())
     except (OSError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
         why = getattr(exc, "strerror", None) or "not a run record of ssebench's"
         raise ConfigError(f"{path}: {why}: remove it, or give another --out") from None
@@ -77,3 +72,14 @@ def claim(out: Path, run_id: str) -> RunRecord:
             f"--run-id {held.run_id} to go on with that one"
         )
     return held
+
+
+def keep(out: Path, record: RunRecord) -> None:
+    """OUT's run recorded before its first verdict, unless it is already (a rerun, a shard)."""
+    path = out / RUN_RECORD
+    if path.exists():
+        return
+    try:
+        write_json(path, dump(record))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot record the run: {exc.strerror or exc}") from None

@@ -74,12 +74,13 @@ def grade_request(basis: Basis, backend: str) -> Callable[[Path, Path, Path], st
 
 def grade_run(args: argparse.Namespace, root: Root) -> int:
     from ssebench.core.cli.batch_progress import batch_report
-    from ssebench.core.cli.runfiles import finish_run, read_run, run_settings
+    from ssebench.core.cli.runfiles import finish_run, keep_run, read_run, run_settings
     from ssebench.core.stopping import CHILD
     from ssebench.evaluate.batch import ERROR, grade_all
 
     items, shard, record = read_run(args)
     basis = run_basis(args, root)
+    keep_run(args, record)
     verdicts = 0  # kept in OUT so far: graded now or reused
 
     async def main() -> list[Graded]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ssebench.core.cli.batch_progress import batch_report
 from ssebench.core.cli.root import Root
-from ssebench.core.cli.runfiles import finish_run, read_run
+from ssebench.core.cli.runfiles import finish_run, keep_run, read_run
 from ssebench.core.daemons.door import Task, load_task
 from ssebench.core.errors import ConfigError
 from ssebench.evaluate.batch import ERROR, Graded, judged, summary_name, ungraded
@@ -63,6 +63,7 @@ class _Rejudge:
 
 def rejudge_run(args: argparse.Namespace, root: Root) -> int:
     items, shard, record = read_run(args)
+    keep_run(args, record)
     rejudged = _Rejudge(args, root)
 
     async def every() -> list[Graded]:

@@ -40,7 +40,7 @@ def read_run(
     args: argparse.Namespace,
 ) -> tuple[list[Prediction | BadLine], tuple[int, int] | None, RunRecord]:
     """The run's predictions (its shard's), and the run OUT holds: this one (refused when OUT
-    holds another)."""
+    holds another), which `keep_run` records once nothing else refuses the run."""
     from ssebench.evaluate.predictions import in_shard, parse_shard, read_predictions
     from ssebench.evaluate.runrecord import claim, run_id_of
 
@@ -55,6 +55,12 @@ def read_run(
     except OSError as exc:
         raise ConfigError(f"{args.out}: cannot make the output folder: {exc.strerror}") from None
     return [item for item in every if in_shard(item, shard)], shard, claim(args.out, run_id)
+
+
+def keep_run(args: argparse.Namespace, record: RunRecord) -> None:
+    from ssebench.evaluate.runrecord import keep
+
+    keep(args.out, record)
 
 
 def run_settings(args: argparse.Namespace, basis: Basis) -> RunSettings:
