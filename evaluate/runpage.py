@@ -113,7 +113,7 @@ def render_page(
         f"<h1>{e(title)}</h1>\n<p>{e(_run(summary))}</p>\n<p>{e(tally)}</p>",
         "<h2>Resolved rate</h2>",
         resolved_chart(models, len(tasks)),
-        "<h2>Unresolved, by reason</h2>",
+        "<h2>Not resolved, by reason</h2>",
         reasons_chart(models),
         legend(),
     ]

@@ -66,7 +66,7 @@ def test_the_page_shows_the_run_in_a_real_browser(run_cli: RunCli, tmp_path: Pat
     page = shown(out / "index.html", tmp_path)
     assert page.texts["title"] == page.texts["h1"] == ["ssebench: predictions.json"]
     assert page.texts["h2"] == [
-        "Resolved rate", "Unresolved, by reason", "Models", "Tasks × models", "Errors"
+        "Resolved rate", "Not resolved, by reason", "Models", "Tasks × models", "Errors"
     ]  # fmt: skip
     run_line, tally, legend = page.texts["p"]
     assert run_line.startswith("run predictions: started ")

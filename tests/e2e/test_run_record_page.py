@@ -28,7 +28,7 @@ def test_the_page_says_why_each_ended_and_compares_the_agents(
 ) -> None:
     page = shown(recorded_run.out / "index.html", tmp_path)
     assert page.texts["h2"] == [
-        "Resolved rate", "Unresolved, by reason", "pass@k over trials", "Models",
+        "Resolved rate", "Not resolved, by reason", "pass@k over trials", "Models",
         "Tasks × models", "test_patch calls", "Errors",
     ]  # fmt: skip
     assert page.texts["p"][0].endswith(", --timeout 30 s, -j 2")
