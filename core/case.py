@@ -53,9 +53,12 @@ class CaseRun:
     sanitizer_exit: int | None = None
 
     def off_the_daemon(self) -> CaseRun:
-        """This record as the daemon's callers have it: what only its judge reads dropped
-        (a path in another process's file system means nothing there)."""
-        return replace(self, log_path=None, options=None, sanitizer_exit=None)
+        """This record as the daemon's callers in this process have it: what only its judge
+        reads dropped (a path in another process's file system means nothing there). The
+        sanitizers' status stays: no secret once its case has ended (each case draws its own),
+        and a grade keeps it with the case's log so a rejudge reads what the judge read. The
+        HTTP answer leaves it out as ever (DAEMON_SIDE)."""
+        return replace(self, log_path=None, options=None)
 
     def log_search(self, pattern: re.Pattern[bytes]) -> bool:
         """Whether `pattern` matches in the log, read in chunks so a huge log never sits in memory.

@@ -13,7 +13,10 @@ when it was graded with this prediction's model, patch and task and this ssebenc
 error, never a shared verdict. An error (a bad line, an unknown task, a grade that ended without
 a verdict) writes no result.json, so a rerun tries it again. An empty patch (`null` or `""`) is
 unresolved and not graded: no check runs and nothing is written. A verdict is flagged when its
-result.json lists `signals` (what a reviewer should look at); one without the key is not.
+result.json lists `signals` (what a reviewer should look at); one without the key is not. Each
+has a reason (evaluate/reasons.py): its grade's, or what the run adds (an empty patch, a grade
+stopped at `timeout`, an error). result.json also keeps what the line said of the agent's run
+(`agent_run`: its test_patch calls, cost, tokens, time).
 """
 
 from __future__ import annotations
@@ -32,18 +35,20 @@ from ssebench.core.stopping import stop_subprocess
 from ssebench.evaluate.digests import sha256, ssebench_version, task_sha256
 from ssebench.evaluate.ended import read_ended, why_no_verdict
 from ssebench.evaluate.predictions import BadLine, Prediction
+from ssebench.evaluate.reasons import EMPTY_PATCH, TIMEOUT
 from ssebench.evaluate.verdicts import GradedWith, PatchGrade, dump, read_saved, write_json
 
 RESULT, PATCH, LOGS, GRADE_LOG = "result.json", "patch.diff", "logs", "grade.log"
-GRADED_WITH = "graded_with"
+GRADED_WITH, AGENT_RUN = "graded_with", "agent_run"
 STOP_SECONDS = 10.0  # a grade told to stop (Ctrl+C) gets this long to clean up, then SIGKILL
 RESOLVED, UNRESOLVED, ERROR = "resolved", "unresolved", "error"
 # What grades one prediction: the request, as its grade process takes it, to grade the patch
 # file on the task folder with its logs in the folder given.
 Request = Callable[[Path, Path, Path], str]
 TIMED_OUT = "no verdict within --timeout {:g} s: the grade was stopped, its cases killed"
-# The run's own files, beside the models' folders: its summary and its page, whole or a shard's.
-RUN_FILE = re.compile(r"(summary(-[0-9]+-of-[0-9]+)?\.json|index(-[0-9]+-of-[0-9]+)?\.html)")
+# The run's own files, beside the models' folders: its record, summary and page (whole or a
+# shard's) and each model's SWE-bench report, `<model>.<run id>.json`. No model folder is named so.
+RUN_FILE = re.compile(r".*\.(json|html)")
 
 
 def summary_name(shard: tuple[int, int] | None, kind: str = "summary.json") -> str:
@@ -61,13 +66,20 @@ class Graded:
     again: str | None = None  # why an earlier run's verdict was not reused
     seconds: float = 0.0
     flagged: tuple[str, ...] = ()  # the kinds of the verdict's signals, each once
+    reason: str = ""  # why, in one word (evaluate/reasons.py); "": as the verdict says
+    rejudged: str | None = None  # a rejudge's word on it: what it was, or that it is unchanged
 
     @property
     def empty(self) -> bool:
         return isinstance(self.item, Prediction) and self.item.empty
 
+    @property
+    def why(self) -> str:
+        """Its reason: the grade's, or what the run says of it."""
+        return self.reason or (EMPTY_PATCH if self.empty else self.verdict)
 
-def _judged(item: Prediction, result: dict[str, Any], **more: Any) -> Graded:
+
+def judged(item: Prediction, result: dict[str, Any], **more: Any) -> Graded:
     """A grade's verdict from its JSON, as printed or saved: resolved or not, and flagged with
     the kinds of its signals, each once, in order (read tolerantly: a grade without the key has
     none)."""
@@ -75,7 +87,9 @@ def _judged(item: Prediction, result: dict[str, Any], **more: Any) -> Graded:
     listed = signals if isinstance(signals, list) else []
     kinds = [signal.get("kind") for signal in listed if isinstance(signal, dict)]
     flagged = tuple(dict.fromkeys(str(kind) for kind in kinds))
-    return Graded(item, RESOLVED if result["resolved"] else UNRESOLVED, flagged=flagged, **more)
+    verdict = RESOLVED if result["resolved"] else UNRESOLVED
+    reason = str(result.get("reason") or verdict)
+    return Graded(item, verdict, flagged=flagged, reason=reason, **more)
 
 
 async def _stop(proc: asyncio.subprocess.Process) -> None:
@@ -134,13 +148,15 @@ async def grade_one(
     code, output = await run_child([*command, asked], folder / GRADE_LOG, timeout)
     seconds = time.monotonic() - started
     if code is None:
-        return Graded(prediction, ERROR, TIMED_OUT.format(timeout), seconds=seconds)
+        error = TIMED_OUT.format(timeout)
+        return Graded(prediction, ERROR, error, seconds=seconds, reason=TIMEOUT)
     ended = read_ended(PatchGrade, output)
     if code in (0, 1) and ended is not None and ended.verdict is not None:
         result = dump(ended.verdict)
-        saved = {**result, GRADED_WITH: None if graded_with is None else dump(graded_with)}
+        recorded = None if graded_with is None else dump(graded_with)
+        saved = {**result, GRADED_WITH: recorded, AGENT_RUN: dump(prediction.agent)}
         write_json(folder / RESULT, saved)
-        return _judged(prediction, result, seconds=seconds)
+        return judged(prediction, result, seconds=seconds)
     return Graded(prediction, ERROR, why_no_verdict(code, ended), seconds=seconds)
 
 
@@ -164,7 +180,12 @@ def _earlier(item: Prediction, out: Path, graded_with: GradedWith) -> Graded | s
         return f"it was graded {recorded.grader or 'otherwise'}"
     if recorded.ssebench != graded_with.ssebench:
         return f"ssebench {recorded.ssebench} graded it"
-    return _judged(item, dump(saved), reused=True)
+    if saved.reason is None:
+        return "it was graded before verdicts had a reason"
+    kept = dump(saved)
+    if kept.get(AGENT_RUN) != dump(item.agent):  # the line says more of the agent's run now
+        write_json(out / item.folder / RESULT, {**kept, AGENT_RUN: dump(item.agent)})
+    return judged(item, kept, reused=True)
 
 
 class _Records:
@@ -194,14 +215,17 @@ class _Records:
         )
 
 
-def _ungraded(item: Prediction | BadLine, tasks: Path) -> Graded | None:
+def ungraded(item: Prediction | BadLine, tasks: Path) -> Graded | None:
     """The verdict of what is not graded at all, found before anything is hashed: a bad line,
     a model or task that cannot be (an error), an empty patch (unresolved)."""
     if isinstance(item, BadLine):
         return Graded(item, ERROR, item.error)
     folder = item.folder.parts[0]
     if RUN_FILE.fullmatch(folder):
-        error = f"model {item.model!r} cannot name a folder: {folder} is a file of the run's own"
+        error = (
+            f"model {item.model!r} cannot name a folder: {folder} is named like the run's own "
+            "files (*.json, *.html)"
+        )
         return Graded(item, ERROR, error)
     if not (task := tasks / item.task).is_dir():
         return Graded(item, ERROR, f"unknown task {item.task!r}: no folder {task}")
@@ -226,7 +250,7 @@ async def grade_all(
     backend, the isolation, the image; None: not known, never reused)."""
     graded_with = _Records(tasks, grader)
 
-    async def judged(item: Prediction) -> Graded:
+    async def graded_or_reused(item: Prediction) -> Graded:
         record = await graded_with(item)
         earlier = _earlier(item, out, record)
         if isinstance(earlier, Graded):
@@ -240,7 +264,7 @@ async def grade_all(
     results: list[Graded | None] = [None] * len(items)
     queue: list[tuple[int, Prediction]] = []
     for index, item in enumerate(items):
-        results[index] = said = _ungraded(item, tasks)
+        results[index] = said = ungraded(item, tasks)
         if said is None and isinstance(item, Prediction):
             queue.append((index, item))
     for graded in results:
@@ -250,7 +274,7 @@ async def grade_all(
 
     async def worker() -> None:
         for index, item in taken:
-            results[index] = graded = await judged(item)
+            results[index] = graded = await graded_or_reused(item)
             on_graded(graded)
 
     await asyncio.gather(*(worker() for _ in range(max(1, jobs))))

@@ -16,6 +16,7 @@ from ssebench.core.logsource import Joined, LogSource
 from ssebench.core.orchestrator import Daemon
 from ssebench.core.savedlogs import write_whole
 from ssebench.core.toolfiles import Graft
+from ssebench.evaluate.reasons import reason_of
 from ssebench.evaluate.toolsignals import output_signals
 from ssebench.evaluate.verdicts import (
     Applied,
@@ -29,7 +30,8 @@ from ssebench.evaluate.verdicts import (
 )
 
 # What a case tells the evaluator; its log id and size mean nothing once the daemon is gone.
-CASE_FIELDS = ("index", "passed", "exit_code", "signal", "timed_out", "seconds")
+# Its sanitizers' status stays with it: a rejudge (evaluate/rejudge.py) reads it, as the judge did.
+CASE_FIELDS = ("index", "passed", "exit_code", "signal", "timed_out", "seconds", "sanitizer_exit")
 
 
 def case_json(case: CaseRun) -> dict[str, Any]:
@@ -55,7 +57,8 @@ def _checks(outcome: Outcome) -> list[CheckVerdict]:
 
 def grade_json(outcome: Outcome) -> dict[str, Any]:
     resolved = all(o.status is Status.PASSED for o in outcome.outcomes)
-    return dump(Grade(resolved=resolved, checks=_checks(outcome)))
+    reason = reason_of(outcome, None)
+    return dump(Grade(resolved=resolved, reason=reason, checks=_checks(outcome)))
 
 
 def patched_grade(outcome: Outcome | None, patch_error: str | None) -> PatchGrade:
@@ -65,6 +68,7 @@ def patched_grade(outcome: Outcome | None, patch_error: str | None) -> PatchGrad
     resolved = outcome is not None and all(o.status is Status.PASSED for o in outcome.outcomes)
     return PatchGrade(
         resolved=patch_error is None and resolved,
+        reason=reason_of(outcome, patch_error),
         patch=Applied(applied=patch_error is None, error=patch_error, dropped=[]),
         protected=Protected(reverted=[]),
         signals=[],

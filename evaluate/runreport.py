@@ -1,5 +1,7 @@
 """A benchmark run's report, as evaluators compare runs (SWE-bench's run report is the convention
-they know): summary.json's counts and the predictions behind them, overall and per model.
+they know): summary.json's counts and the predictions behind them, overall and per model, why
+each ended, each model's pass@k and spend (evaluate/modelstats.py), and the run's id, times and
+settings.
 
 Rates are over the tasks of `--tasks`, never over what a model chose to submit: a task a model
 has no prediction for is incomplete, and counts as not resolved. A shard counts the predictions
@@ -14,8 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from ssebench.evaluate.batch import ERROR, RESOLVED, UNRESOLVED, Graded
+from ssebench.evaluate.modelstats import pass_at_k, spent, trials_by_task
 from ssebench.evaluate.predictions import Prediction
-from ssebench.evaluate.verdicts import ModelCounts, RunError, Summary, dump
+from ssebench.evaluate.reasons import in_order
+from ssebench.evaluate.runrecord import RunFields
+from ssebench.evaluate.runshapes import ModelCounts, RunError, Summary
+from ssebench.evaluate.verdicts import dump
 
 TASK_FILE = "task.toml"
 
@@ -44,8 +50,13 @@ def _ids(graded: Sequence[Graded]) -> list[str]:
     return [g.item.id for g in graded if isinstance(g.item, Prediction)]
 
 
-def _counts(graded: Sequence[Graded], missing: int, tasks: int) -> ModelCounts:
+def _counts(graded: Sequence[Graded], missing: int, tasks: Sequence[str]) -> ModelCounts:
     resolved = sum(g.verdict == RESOLVED for g in graded)
+    trials = max(map(len, trials_by_task(graded).values()), default=0)
+    pass_at, spread = pass_at_k(graded, tasks)
+    spend = spent(graded, resolved)
+    rate = resolved / len(tasks) if tasks else 0.0
+    reasons = [g.why for g in graded]
     return ModelCounts(
         total=len(graded),
         resolved=resolved,
@@ -53,15 +64,25 @@ def _counts(graded: Sequence[Graded], missing: int, tasks: int) -> ModelCounts:
         errors=sum(g.verdict == ERROR for g in graded),
         empty_patch=sum(g.empty for g in graded),
         incomplete=missing,
-        resolved_rate=resolved / tasks if tasks else 0.0,
+        resolved_rate=pass_at.get("1", rate) if trials > 1 else rate,
+        reasons={reason: reasons.count(reason) for reason in in_order(reasons)},
+        trials=trials,
+        pass_at=pass_at,
+        pass_at_1_sd=spread,
+        test_patch_calls=spend.test_patch_calls,
+        cost=spend.cost,
+        input_tokens=spend.input_tokens,
+        output_tokens=spend.output_tokens,
+        duration_s=spend.duration_s,
     )
 
 
 def summarize(
-    graded: Sequence[Graded], tasks: Sequence[str], *, whole: bool = True
+    graded: Sequence[Graded], tasks: Sequence[str], run: RunFields, *, whole: bool = True
 ) -> dict[str, Any]:
-    """summary.json: the counts DESIGN names, which predictions they are, every error, and each
-    model's counts; `whole` is False for a shard's (which lists no incomplete ones)."""
+    """summary.json: the run, the counts DESIGN names, which predictions they are, every error,
+    why each ended, and each model's counts; `whole` is False for a shard's (which lists no
+    incomplete ones)."""
     missing = incomplete(graded, tasks) if whole else []
     by_verdict = {v: [g for g in graded if g.verdict == v] for v in (RESOLVED, UNRESOLVED, ERROR)}
     errors = [
@@ -72,12 +93,17 @@ def summarize(
         model: _counts(
             [g for g in graded if g.item.model == model],
             sum(m == model for m, _ in missing),
-            len(tasks),
+            tasks,
         )
         for model in models_of(graded)
     }
+    reasons = in_order([g.why for g in graded])
     return dump(
         Summary(
+            run_id=run.run_id,
+            started=run.started,
+            ended=run.ended,
+            settings=run.settings,
             total=len(graded),
             resolved=len(by_verdict[RESOLVED]),
             unresolved=len(by_verdict[UNRESOLVED]),
@@ -88,6 +114,7 @@ def summarize(
             empty_patch_ids=_ids([g for g in graded if g.empty]),
             incomplete_ids=[f"{model}/{task}" for model, task in missing],
             flagged_ids=_ids([g for g in graded if g.flagged]),
+            reason_ids={reason: _ids([g for g in graded if g.why == reason]) for reason in reasons},
             models=models,
         )
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
+import secrets
 from pathlib import Path
 from typing import Any, get_args
 
@@ -31,6 +31,11 @@ class CaseVerdict(Shape):
     signal: int | None = Field(description="the signal that ended it, or `null`")
     timed_out: bool = Field(description="it ran out of its time")
     seconds: float = Field(description="how long it ran")
+    sanitizer_exit: int | None = Field(
+        None,
+        description="the exit status its sanitizers were told to end it with (a report); "
+        "`null` when the task sets `exitcode` itself, or it did not run: a rejudge reads it",
+    )
 
 
 class CheckVerdict(Shape):
@@ -62,6 +67,11 @@ class Applied(Shape):
 
 
 RESOLVED = "every check passed (a check the task lacks passes)"
+REASON = (
+    "why, in one word: `resolved`, `patch-does-not-apply`, or the failure the headline "
+    "reports (the checks' precedence): `build-failed`, `functional-failed`, "
+    "`poc-still-triggers`, `intent-failed` (another check's: `<key>-failed`)"
+)
 CHECKS = "every check the task can have, in run order; empty when the patch did not apply"
 
 
@@ -69,6 +79,7 @@ class Grade(Shape):
     """`ssebench grade --task` (in place, or a daemon's tree)."""
 
     resolved: bool = Field(description=RESOLVED)
+    reason: str = Field(description=REASON)
     checks: list[CheckVerdict] = Field(description=CHECKS)
 
 
@@ -94,6 +105,7 @@ class PatchGrade(Shape):
     what a reviewer should look at, then the checks."""
 
     resolved: bool = Field(description=RESOLVED)
+    reason: str = Field(description=REASON)
     patch: Applied = Field(description="whether the patch applied")
     protected: Protected = Field(
         description="what the grade kept as shipped: task.toml's `protected` paths, the build "
@@ -129,6 +141,7 @@ class SavedGrade(Shape):
     model_config = ConfigDict(extra="allow")
 
     resolved: StrictBool
+    reason: str | None = None
     patch: Applied | None = None
     checks: list[CheckVerdict] = []
     graded_with: GradedWith | None = None
@@ -168,59 +181,6 @@ class Validation(Shape):
         "path, a granted link no case can follow"
     )
     cases: list[CaseVerdicts] = Field(description="every case of every check")
-
-
-class RunError(Shape):
-    line: int = Field(description="its line in the predictions file")
-    model: str | None = Field(description="the prediction's model")
-    task: str | None = Field(description="its task; `null` when the line did not say")
-    error: str | None = Field(description="why it has no verdict, one line")
-
-
-class ModelCounts(Shape):
-    total: int = Field(description="its predictions, bad lines that name it included")
-    resolved: int = Field(description="its resolved predictions")
-    unresolved: int = Field(description="its unresolved ones, empty patches included")
-    errors: int = Field(description="its predictions with no verdict")
-    empty_patch: int = Field(description="its predictions with a `null` or empty patch")
-    incomplete: int = Field(description="tasks of `--tasks` it has no prediction for")
-    resolved_rate: float = Field(
-        description="`resolved` / the tasks in `--tasks`: a task it did not predict counts as "
-        "not resolved (0 when `--tasks` has none)"
-    )
-
-
-class Summary(Shape):
-    """summary.json of a benchmark run."""
-
-    total: int = Field(description="predictions in the file (or the shard), bad lines included")
-    resolved: int = Field(description="resolved predictions")
-    unresolved: int = Field(description="unresolved ones; a patch that does not apply is one")
-    errors: int = Field(
-        description="predictions with no verdict: a bad line, a missing patch, an unknown "
-        "task, a grade that failed (an internal failure, a crash)"
-    )
-    resolved_ids: list[str] = Field(
-        description="`model/task` of each resolved one, in the model's own name "
-        "(`acme/agent-1/c-rle`), in file order"
-    )
-    unresolved_ids: list[str] = Field(description="the same, of each unresolved one")
-    error_list: list[RunError] = Field(description="each error")
-    empty_patch_ids: list[str] = Field(
-        description="each prediction whose patch is `null` or empty: unresolved (among "
-        "`unresolved_ids` too), not graded, no file written"
-    )
-    incomplete_ids: list[str] = Field(
-        description="for each model of the file, `model/task` of each task of `--tasks` it has "
-        "no prediction for; `[]` in a shard's summary (the merge lists them)"
-    )
-    flagged_ids: list[str] = Field(
-        description="each prediction whose result.json lists `signals`: what a reviewer should "
-        "look at (a flag never changes `resolved`)"
-    )
-    models: dict[str, ModelCounts] = Field(
-        description="each model's counts, by its own name, in file order"
-    )
 
 
 def dump(shape: BaseModel) -> dict[str, Any]:
@@ -267,9 +227,11 @@ def write_json(path: Path, data: Any) -> None:
 
 
 def write_whole(path: Path, text: str) -> None:
-    """`text` in `path`, whole or not at all."""
+    """`text` in `path`, whole or not at all, with the mode the umask gives a new file (0644
+    under 022), as the logs beside it have: a web server's user serves the run as it is."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    temp = path.parent / f".{path.name}.{secrets.token_hex(6)}"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as file:
             file.write(text)

@@ -12,23 +12,26 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ssebench.evaluate.batch import ERROR, Graded
+from ssebench.evaluate.batch import ERROR, RESOLVED, Graded
 from ssebench.evaluate.predictions import Prediction
 
 _PLURAL = {ERROR: "errors"}
 
 
 def describe(graded: Graded, predictions: Path) -> str:
-    """One line: `MODEL/TASK: resolved` (then `; flagged: KINDS` when it has signals), or
-    where the error is and what it is."""
+    """One line: `MODEL/TASK: resolved`, or `unresolved (REASON)` (then `; flagged: KINDS` when
+    it has signals), or where the error is and what it is."""
     item = graded.item
     if graded.empty and isinstance(item, Prediction):
         return f"{item.id}: {graded.verdict} (empty patch: not graded)"
     if graded.verdict != ERROR and isinstance(item, Prediction):
         when = " (graded before)" if graded.reused else f" in {graded.seconds:.1f} s"
+        if graded.rejudged is not None:
+            when = f" (rejudged: {graded.rejudged})"
+        why = "" if graded.verdict == RESOLVED else f" ({graded.why})"
         again = f" (graded again: {graded.again})" if graded.again else ""
         flagged = f"; flagged: {', '.join(graded.flagged)}" if graded.flagged else ""
-        return f"{item.id}: {graded.verdict}{when}{again}{flagged}"
+        return f"{item.id}: {graded.verdict}{why}{when}{again}{flagged}"
     which = f"{item.id}: " if isinstance(item, Prediction) else ""
     return f"error: {predictions}:{item.line}: {which}{graded.error}"
 

@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import shutil
 import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ssebench.core.cli.parser import EXIT_FAILED, EXIT_OK
 from ssebench.core.cli.requests import Basis, GradePatchRequest
 from ssebench.core.cli.root import Root
 from ssebench.core.daemons.door import NONE, load_task
@@ -75,31 +72,15 @@ def grade_request(basis: Basis, backend: str) -> Callable[[Path, Path, Path], st
     return request
 
 
-def _check_run_flags(args: argparse.Namespace) -> None:
-    if args.patch is not None or args.logs is not None:
-        raise ConfigError("--patch and --logs grade one task: use them with --task DIR")
-    if args.predictions is None or args.out is None:
-        raise ConfigError("--tasks needs --predictions FILE and --out DIR")
-    if not args.tasks.is_dir():
-        raise ConfigError(f"{args.tasks}: no such folder of tasks")
-    if shutil.which("git") is None:
-        raise ConfigError("grading patches needs git (`git apply`); install git")
-
-
 def grade_run(args: argparse.Namespace, root: Root) -> int:
     from ssebench.core.cli.batch_progress import batch_report
+    from ssebench.core.cli.runfiles import finish_run, keep_run, read_run, run_settings
     from ssebench.core.stopping import CHILD
     from ssebench.evaluate.batch import ERROR, grade_all
-    from ssebench.evaluate.predictions import in_shard, parse_shard, read_predictions
 
-    _check_run_flags(args)
-    shard = parse_shard(args.shard) if args.shard is not None else None
-    items = [item for item in read_predictions(args.predictions) if in_shard(item, shard)]
-    try:
-        args.out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(f"{args.out}: cannot make the output folder: {exc.strerror}") from None
+    items, shard, record = read_run(args)
     basis = run_basis(args, root)
+    keep_run(args, record)
     verdicts = 0  # kept in OUT so far: graded now or reused
 
     async def main() -> list[Graded]:
@@ -134,36 +115,6 @@ def grade_run(args: argparse.Namespace, root: Root) -> int:
             file=sys.stderr,
         )
         return EXIT_INTERRUPTED if isinstance(exc, KeyboardInterrupt) else EXIT_TERMINATED
-    return _finish_run(graded, args, shard)
-
-
-def _finish_run(
-    graded: list[Graded], args: argparse.Namespace, shard: tuple[int, int] | None
-) -> int:
-    """summary.json, also on stdout, index.html, and the tally on stderr: what the run comes to."""
-    from ssebench.evaluate.batch import summary_name
-    from ssebench.evaluate.runpage import render_page
-    from ssebench.evaluate.runreport import summarize, task_ids
-    from ssebench.evaluate.verdicts import write_json, write_whole
-
-    tasks = task_ids(args.tasks)
-    summary = summarize(graded, tasks, whole=shard is None)
-    path, page = args.out / summary_name(shard), args.out / summary_name(shard, "index.html")
-    title = f"ssebench: {args.predictions.name}"
-    title += "" if shard is None else f", shard {shard[0]} of {shard[1]}"
-    try:
-        write_json(path, summary)
-        write_whole(page, render_page(summary, graded, tasks, args.out, title))
-    except OSError as exc:
-        raise ConfigError(
-            f"{exc.filename}: cannot write the run's report: {exc.strerror or exc}"
-        ) from None
-    print(json.dumps(summary, indent=2))
     reused = sum(one.reused for one in graded)
-    print(
-        f"ssebench: {summary['total']} predictions: {summary['resolved']} resolved, "
-        f"{summary['unresolved']} unresolved, {summary['errors']} errors; {reused} reused from "
-        f"an earlier run ({path})",
-        file=sys.stderr,
-    )
-    return EXIT_OK if not summary["errors"] else EXIT_FAILED
+    said = f"{reused} reused from an earlier run"
+    return finish_run(graded, args, shard, record, run_settings(args, basis), said)

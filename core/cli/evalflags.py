@@ -132,6 +132,11 @@ def grading_flags(grade: argparse.ArgumentParser, where: argparse._MutuallyExclu
     grade.add_argument(
         "--logs", type=Path, metavar="DIR", help="with --patch: save every case's log here"
     )
+    _run_flags(grade, where)
+
+
+def _run_flags(grade: argparse.ArgumentParser, where: argparse._MutuallyExclusiveGroup) -> None:
+    """A benchmark run's: its tasks, predictions and output, how it is spread, its record."""
     where.add_argument(
         "--tasks", type=Path, metavar="DIR", help="a benchmark run: one folder per task id"
     )
@@ -153,6 +158,18 @@ def grading_flags(grade: argparse.ArgumentParser, where: argparse._MutuallyExclu
         metavar="SECONDS",
         help="with --tasks: the longest one prediction's grade may take; over it, the grade is "
         "stopped, its cases killed, and the prediction is an error (default: no limit)",
+    )
+    grade.add_argument(
+        "--run-id",
+        metavar="NAME",
+        help="with --tasks: the run's id, in its summary and report names; an --out holds one "
+        "run (default: the predictions file's stem)",
+    )
+    grade.add_argument(
+        "--rejudge",
+        action="store_true",
+        help="with --tasks: judge every verdict of --out again from its saved logs by today's "
+        "rules, building and running nothing; say which changed",
     )
 
 

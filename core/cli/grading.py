@@ -31,16 +31,22 @@ _RUN_FLAGS = {  # the flags of a benchmark run (grade --tasks)
     "jobs": "-j",
     "shard": "--shard",
     "timeout": "--timeout",
+    "run_id": "--run-id",
+    "rejudge": "--rejudge",
 }
 
 
 def cmd_grade(args: argparse.Namespace, root: Root) -> int:
     """The mode the flags ask for; a flag of another mode is one line."""
+    if args.tasks is not None and args.rejudge:
+        from ssebench.core.cli.rejudging import rejudge_run
+
+        return rejudge_run(args, root)
     if args.tasks is not None:
         from ssebench.core.cli.batchrun import grade_run
 
         return grade_run(args, root)
-    given = [flag for name, flag in _RUN_FLAGS.items() if getattr(args, name) is not None]
+    given = [flag for name, flag in _RUN_FLAGS.items() if getattr(args, name) not in (None, False)]
     if given:
         raise ConfigError(f"{given[0]} grades a benchmark run: use it with --tasks DIR")
     if args.fresh_container:

@@ -73,7 +73,23 @@ class _Parser(OnceParser):
         required = ("the following arguments are required", "one of the arguments")
         if unknown and message.startswith(required):
             message = f"unrecognized arguments: {', '.join(unknown)}"
+        if message == "argument --shard: expected one argument":
+            message = self._shard_rule() or message
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+    def _shard_rule(self) -> str | None:
+        """`--shard -1/3` reads to argparse as a flag after `--shard`: say the shard rule."""
+        given = list(self._given)
+        if "--shard" not in given[:-1]:
+            return None
+        from ssebench.core.errors import ConfigError
+        from ssebench.evaluate.predictions import parse_shard
+
+        try:
+            parse_shard(given[given.index("--shard") + 1])
+        except ConfigError as exc:
+            return str(exc)
+        return None
 
     def _unknown_flags(self) -> list[str]:
         """Each given flag this parser does not know, with the one it most likely meant."""

@@ -80,7 +80,7 @@ class ValidateRequest(VerdictRequest):
 
 class ServeRequest(Record):
     """`serve`: test_patch over MCP for the basis' task (embedded daemon) or at its daemon's
-    address (sidecar mode), listening where these say."""
+    address (sidecar mode), listening where these say; each call recorded in `calls`."""
 
     command: Literal["serve"] = "serve"
     basis: Basis
@@ -89,6 +89,7 @@ class ServeRequest(Record):
     daemon_port: int
     allow_remote: bool = False
     allowed_hosts: tuple[str, ...] = ()
+    calls: Path | None = None  # where each call's record goes (`run --prediction-out`'s own file)
 
 
 Request = Annotated[

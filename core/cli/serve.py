@@ -143,6 +143,11 @@ def serve(root: Root, request: ServeRequest) -> int:
     if task is not None:
         where = f"task {task.path}, daemon at http://{DAEMON_HOST}:{request.daemon_port}"
     url = f"http://{url_host(request.host)}:{request.port}{http.MCP_PATH}"
+    on_call = None
+    if request.calls is not None:  # `run --prediction-out` keeps what each call said
+        from ssebench.core.calls import CallLog
+
+        on_call = CallLog(request.calls, settings.difficulty)
     serving = http.Serving(
         tuple(root.registry.checks),
         settings.difficulty,
@@ -150,6 +155,7 @@ def serve(root: Root, request: ServeRequest) -> int:
         log_owner=None if task is None else log_owner(task.source),
         progress_interval=settings.progress_interval,
         allowed_hosts=request.allowed_hosts,
+        on_call=on_call,
     )
     ready = f"ssebench: serving test_patch at {url} (difficulty {settings.difficulty}, {where})"
 
@@ -190,16 +196,19 @@ def cmd_run(args: argparse.Namespace, root: Root) -> int:
     # An unspecified address listens on loopback too; the guard accepts 127.0.0.1 as Host.
     probe = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(args.host, args.host)
     url = f"http://{url_host(probe)}:{args.port}/mcp"
-    server = run.Server(request, sockets, dict(os.environ))
     locked = run.withheld_lock(root)
     if args.prediction_out is None:
+        server = run.Server(request, sockets, dict(os.environ))
         return run.run_with_server(server, command, url, timeout, locked=locked)
     from ssebench.core.cli.prediction import recorded
     from ssebench.evaluate.predictions import DEFAULT_MODEL
 
     assert task is not None
     with recorded(task, args.prediction_out, args.task_id, args.model or DEFAULT_MODEL) as done:
-        return run.run_with_server(server, command, url, timeout, done, locked)
+        # The server records each call where only we look (our private folder).
+        asked = request.model_copy(update={"calls": done.calls})
+        server = run.Server(asked, sockets, dict(os.environ))
+        return run.run_with_server(server, command, url, timeout, done.finish, locked)
 
 
 def registration(agent: str, host: str = PUBLIC_HOST, port: int = MCP_PORT) -> str:

@@ -16,7 +16,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Coroutine, Iterable
+import time
+from collections.abc import Callable, Coroutine, Iterable
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,8 @@ log = logging.getLogger("ssebench")
 MAX_RESULT_CHARS = 80_000
 LEFT_POLL_SECONDS = 0.5
 CLIENT_LEFT = "the client of a test_patch call went away; its run was stopped"
+# on_call(text, started, seconds): a call's answer, when it came (a Unix time) and how long it took.
+OnCall = Callable[[str, float, float], None]
 UNWIND_SECONDS = 5.0
 ANNOTATIONS = ToolAnnotations(
     title="Test the patch",
@@ -76,9 +79,11 @@ def build_server(
     *,
     progress_interval: float = PROGRESS_INTERVAL,
     log_owner: Owner | None = None,
+    on_call: OnCall | None = None,
 ) -> FastMCP:
     """The FastMCP server with its one tool; the daemon may be any `Daemon` (tests pass fakes).
-    Long logs are saved in `log_dir`, given to `log_owner` (the agent's user)."""
+    Long logs are saved in `log_dir`, given to `log_owner` (the agent's user); each answer is
+    handed to `on_call` (`ssebench run` records them: core/calls.py)."""
     checks = tuple(checks)
     mcp = FastMCP("ssebench", version=version("ssebench"))  # else serverInfo names fastmcp's
     lock = asyncio.Lock()
@@ -91,6 +96,7 @@ def build_server(
         meta={"anthropic/maxResultSizeChars": MAX_RESULT_CHARS},
     )
     async def test_patch(ctx: Context) -> str:
+        started, clock = time.time(), time.monotonic()
         progress = CallProgress(_notifier(ctx), progress_interval)
         async with progress.beating():
             async with progress.turn(lock):
@@ -100,6 +106,8 @@ def build_server(
                     )
                 )
             await progress.finish()
+        if on_call is not None:
+            on_call(text, started, time.monotonic() - clock)
         return text
 
     return mcp

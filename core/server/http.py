@@ -20,7 +20,7 @@ from starlette.types import ASGIApp
 from ssebench.core.check import Check
 from ssebench.core.orchestrator import Daemon
 from ssebench.core.savedlogs import Owner
-from ssebench.core.server.app import build_server
+from ssebench.core.server.app import OnCall, build_server
 from ssebench.core.server.listen import serve_all
 from ssebench.core.server.quiet import quiet_when_gone
 from ssebench.core.server.sessions import IDLE_SECONDS, MAX_SESSIONS, BoundedSessions, mcp_endpoint
@@ -55,7 +55,8 @@ def create_http_app(
 @dataclass(frozen=True)
 class Serving:
     """What `serve` serves: test_patch for these checks at this level, long logs saved in
-    `log_dir` for `log_owner` (the agent's user), progress at least every interval."""
+    `log_dir` for `log_owner` (the agent's user), progress at least every interval, each answer
+    handed to `on_call`."""
 
     checks: tuple[Check, ...]
     level: int
@@ -63,6 +64,7 @@ class Serving:
     log_owner: Owner | None = None
     progress_interval: float = PROGRESS_INTERVAL
     allowed_hosts: Sequence[str] = ()
+    on_call: OnCall | None = None
 
 
 async def serve_test_patch(
@@ -83,6 +85,7 @@ async def serve_test_patch(
         serving.log_dir,
         progress_interval=serving.progress_interval,
         log_owner=serving.log_owner,
+        on_call=serving.on_call,
     )
     apps = [create_http_app(mcp, allowed_hosts=serving.allowed_hosts)]
     await serve_all([*apps, *([daemon_app] if daemon_app is not None else [])], sockets, ready)

@@ -9,6 +9,7 @@ import pytest
 
 from ssebench.testing.servers import Server, start_server
 
+from .recordrun import RecordRun, record_run
 from .tasks import make_task
 
 
@@ -55,3 +56,10 @@ def shared_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]
     yield get
     for server in servers.values():
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def recorded_run(tmp_path_factory: pytest.TempPathFactory) -> RecordRun:
+    """The run an evaluator compares agents from (tests/e2e/recordrun.py), graded once for the
+    tests that read it; a test that changes it works on a copy."""
+    return record_run(tmp_path_factory.mktemp("record"))

@@ -101,8 +101,10 @@ def test_both_backends_agree_on_every_example_verdict(
     assert local["summary"]["empty_patch_ids"] == ["empty/c-rle", "empty/py-config"]
     bad = local["bad/c-rle"]["result"]
     applied = {"applied": False, "error": "nope.c: No such file or directory", "dropped": []}
-    assert bad == {"resolved": False, "patch": applied, "protected": {"reverted": []},
-                   "signals": [], "checks": []}  # fmt: skip
+    assert bad == {"resolved": False, "reason": "patch-does-not-apply", "patch": applied,
+                   "protected": {"reverted": []}, "signals": [], "checks": [],
+                   "agent_run": {"test_patch_calls": None, "cost": None, "tokens": None,
+                                 "duration_s": None}}  # fmt: skip
     partial = local["partial/py-config"]["result"]["checks"][1]
     assert (partial["status"], [c["passed"] for c in partial["cases"]]) == ("failed", [True, False])
     grade_log = (tmp_path / "docker" / "gold" / "c-rle" / "grade.log").read_text()

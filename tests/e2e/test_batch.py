@@ -19,7 +19,7 @@ from ssebench.testing import task_toml
 from ssebench.testing.servers import start_child
 from ssebench.testing.waiting import wait_for
 
-from .runs import make_tasks
+from .runs import make_tasks, model_counts, reason_ids, run_fields
 from .test_grade_patch import tree_hash
 from .test_validate import AS_SHIPPED, FIX
 
@@ -81,7 +81,7 @@ def test_a_run_its_rerun_and_its_shards(run_cli: RunCli, tasks: Path, tmp_path: 
     out = tmp_path / "out"
     whole = run(run_cli, tasks, preds, out, "-j", "2")
     errors = [{**e, "error": e["error"].format(tasks / "small-c")} for e in ERRORS]
-    assert whole["summary"] == {
+    assert run_fields(whole["summary"], "predictions", jobs=2) == {
         "total": 8,
         "resolved": 3,
         "unresolved": 2,
@@ -92,11 +92,16 @@ def test_a_run_its_rerun_and_its_shards(run_cli: RunCli, tasks: Path, tmp_path: 
         "empty_patch_ids": ["org/m2/small-a"],
         "incomplete_ids": [],
         "flagged_ids": [],
+        "reason_ids": reason_ids(
+            resolved=["m1/c-rle", "m1/small-a", "org/m2/small-b"],
+            empty_patch=["org/m2/small-a"],
+            poc_still_triggers=["org/m2/c-rle"],
+            error=["m1/small-c"],  # and the line without a patch, which names no prediction
+        ),
         "models": {
-            "m1": {"total": 4, "resolved": 2, "unresolved": 0, "errors": 2, "empty_patch": 0,
-                   "incomplete": 0, "resolved_rate": 2 / 3},
-            "org/m2": {"total": 3, "resolved": 1, "unresolved": 2, "errors": 0, "empty_patch": 1,
-                       "incomplete": 0, "resolved_rate": 1 / 3},
+            "m1": model_counts(4, 2, 0, 2, 0, 0, rate=2 / 3, resolved=2, error=2),
+            "org/m2": model_counts(3, 1, 2, 0, 1, 0, rate=1 / 3, resolved=1, empty_patch=1,
+                                   poc_still_triggers=1),
         },
     }  # fmt: skip
     assert results(out) == {  # the empty patch is not graded: nothing written for it
@@ -124,7 +129,7 @@ def test_a_run_its_rerun_and_its_shards(run_cli: RunCli, tasks: Path, tmp_path: 
     # A rerun grades nothing again: every verdict is taken as it is, every file left alone.
     stamps = {p: p.stat().st_mtime_ns for p in out.glob("*/*/*") if p.is_file()}
     again = run(run_cli, tasks, preds, out, "-j", "2")
-    assert again["summary"] == whole["summary"]
+    assert {**again["summary"], "ended": ""} == {**whole["summary"], "ended": ""}
     assert again["stderr"].splitlines()[-1].startswith(f"ssebench: {tally}; 4 reused from an ")
     assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
     graded = [line for line in again["stderr"].splitlines() if ": resolved" in line or
@@ -153,7 +158,7 @@ def test_a_run_its_rerun_and_its_shards(run_cli: RunCli, tasks: Path, tmp_path: 
     [
         ([], "--tasks needs --predictions FILE and --out DIR"),
         (["--predictions", "{p}", "--out", "{o}", "--shard", "2/2"],
-         "--shard 2/2: I must be from 0 to N-1"),
+         "--shard 2/2: I must be from 0 to N-1 (0/2 to 1/2)"),
         (["--predictions", "{o}/none.jsonl", "--out", "{o}"],
          "{o}/none.jsonl: cannot read the predictions: No such file or directory"),
         (["--predictions", "{p}", "--out", "{o}", "--patch", "x"],
@@ -175,6 +180,31 @@ def test_bad_flags_are_one_line(
     done = run_cli("grade", "--tasks", str(tmp_path), *map(filled, args))
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == f"ssebench: error: {filled(error)}\n"
+
+
+def test_careless_run_inputs_are_one_line(run_cli: RunCli, tasks: Path, tmp_path: Path) -> None:
+    """A task folder given as --tasks, a shard numbered from -1, an empty predictions file."""
+    preds, out = tmp_path / "p.jsonl", tmp_path / "out"
+    preds.write_text("\n")
+    args = ["--predictions", str(preds), "--out", str(out)]
+    done = run_cli("grade", "--tasks", str(tasks / "small-a"), *args)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        f"ssebench: error: {tasks / 'small-a'} is a task folder: give its parent, a folder of "
+        "tasks\n"
+    )
+    done = run_cli("grade", "--tasks", str(tasks), *args, "--shard", "-1/3")
+    assert (done.returncode, done.stderr) == (
+        2, "ssebench grade: error: --shard -1/3: expected I/N, shard I of N counted from 0 (0/3 "
+        "to 2/3)\n"
+    )  # fmt: skip
+    done = run_cli("grade", "--tasks", str(tasks), *args)
+    assert done.returncode == 0
+    assert done.stderr.splitlines() == [
+        f"ssebench: warning: {preds} holds no predictions",
+        f"ssebench: 0 predictions: 0 resolved, 0 unresolved, 0 errors; 0 reused from an "
+        f"earlier run ({out}/summary.json)",
+    ]
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])

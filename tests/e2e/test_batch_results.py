@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
+import stat
 import sys
 from importlib.metadata import version
 from pathlib import Path
@@ -35,8 +37,9 @@ print(f"asked for {asked['task']}", file=sys.stderr)
 
 def grade(resolved, signals=()):
     applied = {"applied": True, "error": None, "dropped": []}
-    verdict = {"resolved": resolved, "patch": applied, "protected": {"reverted": []},
-               "signals": list(signals), "checks": []}
+    reason = "resolved" if resolved else "build-failed"
+    verdict = {"resolved": resolved, "reason": reason, "patch": applied,
+               "protected": {"reverted": []}, "signals": list(signals), "checks": []}
     print(json.dumps({"status": 0 if resolved else 1, "verdict": verdict}))
     sys.exit(0 if resolved else 1)
 
@@ -109,14 +112,17 @@ def test_verdicts_errors_and_what_a_rerun_skips(tmp_path: Path, stand_in: list[s
         (ERROR, "not a JSON object", False),
     ]
     assert sorted(seen) == sorted(g.verdict for g in graded)
+    assert [g.why for g in graded] == ["resolved", "build-failed", *["error"] * 6]
     saved = json.loads((out / "m/a/result.json").read_text())
     assert saved == {
         "resolved": True,
+        "reason": "resolved",
         "patch": {"applied": True, "error": None, "dropped": []},
         "protected": {"reverted": []},
         "signals": [],
         "checks": [],
         "graded_with": ANY,
+        "agent_run": {"test_patch_calls": None, "cost": None, "tokens": None, "duration_s": None},
     }
     assert saved["graded_with"] == {
         "model": "m",
@@ -189,6 +195,17 @@ def test_a_result_is_written_whole_or_not_at_all(tmp_path: Path) -> None:
         write_json(path, {"resolved": object()})
     assert read_result(path) == {"resolved": False}  # the old one stands, no temp file left
     assert [p.name for p in path.parent.iterdir()] == ["result.json"]
+
+
+def test_a_result_follows_the_umask(tmp_path: Path) -> None:
+    """As the logs beside it do: 0644 under 022, so a web server's user serves the run."""
+    for umask, mode in ((0o022, 0o644), (0o027, 0o640)):
+        old = os.umask(umask)
+        try:
+            write_json(tmp_path / f"{umask:o}" / "result.json", {"resolved": False})
+        finally:
+            os.umask(old)
+        assert stat.S_IMODE((tmp_path / f"{umask:o}" / "result.json").stat().st_mode) == mode
 
 
 @pytest.mark.parametrize("text", ['{"resolved": tr', '{"checks": []}', '{"resolved": 1}', "[]"])

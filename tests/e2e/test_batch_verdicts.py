@@ -76,7 +76,7 @@ def test_models_whose_folders_collide_never_share_a_verdict(
     alone = write_lines(
         tmp_path / "alone.jsonl", {"task": "t", "model": "org__agent", "patch": AS_SHIPPED}
     )
-    done, summary = grade(run_cli, tasks, alone, out)
+    done, summary = grade(run_cli, tasks, alone, out, "--run-id", "both")  # the same run, on
     error = f"{out}/org__agent/t holds the verdict of model 'org/agent', not of 'org__agent'"
     assert (summary["resolved"], summary["unresolved"], summary["error_list"]) == (
         0,
@@ -99,7 +99,8 @@ def test_a_model_named_like_the_summary_is_an_error_and_reruns_work(
         assert done.returncode == 1
         assert summary["resolved_ids"] == ["m/t"]
         assert [e["error"] for e in summary["error_list"]] == [
-            f"model {name!r} cannot name a folder: {name} is a file of the run's own"
+            f"model {name!r} cannot name a folder: {name} is named like the run's own files "
+            "(*.json, *.html)"
             for name in ("summary.json", "summary-0-of-2.json")
         ]
         assert json.loads((out / "summary.json").read_text()) == summary
@@ -172,6 +173,7 @@ def test_a_grade_over_its_timeout_is_an_error_and_its_processes_are_killed(
     assert summary["resolved_ids"] == ["m/quick"]
     error = "no verdict within --timeout 3 s: the grade was stopped, its cases killed"
     assert summary["error_list"] == [{"line": 1, "model": "m", "task": "slow", "error": error}]
+    assert (summary["reason_ids"]["timeout"], summary["reason_ids"]["error"]) == (["m/slow"], [])
     lines = [line.split("] ", 1)[1] for line in progress(done)]  # in the order they ended
     assert f"error: {preds}:1: m/slow: {error}" in lines
     assert_none_left((tasks / "slow").resolve())

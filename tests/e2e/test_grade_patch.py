@@ -153,9 +153,9 @@ def test_a_patch_that_does_not_apply_runs_no_check(
     code, answer, stderr = grade(run_cli, c_rle, stale, env)
     error = "patch failed: rle.c:88; rle.c: patch does not apply"
     patch = {"applied": False, "error": error, "dropped": []}
-    assert (code, answer) == (1, {"resolved": False, "patch": patch,
-                                  "protected": {"reverted": []}, "signals": [],
-                                  "checks": []})  # fmt: skip
+    assert (code, answer) == (1, {"resolved": False, "reason": "patch-does-not-apply",
+                                  "patch": patch, "protected": {"reverted": []},
+                                  "signals": [], "checks": []})  # fmt: skip
     assert stderr == f"ssebench: the patch does not apply: {error}\n"
 
 

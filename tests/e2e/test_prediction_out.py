@@ -51,7 +51,8 @@ def test_an_agents_change_becomes_a_prediction_that_grades(c_rle: Path, tmp_path
     lines = out.read_text().splitlines()
     assert len(lines) == 1
     prediction = json.loads(lines[0])
-    assert list(prediction) == ["task", "model", "patch"]
+    assert list(prediction) == ["task", "model", "patch", "test_patch_calls"]
+    assert prediction["test_patch_calls"] == []  # it never called test_patch
     assert (prediction["task"], prediction["model"]) == ("c-rle", "acme/agent-1")
     patch = prediction["patch"]
     changed = [line.split(" b/")[1] for line in patch.splitlines() if line.startswith("diff --git")]
@@ -76,7 +77,9 @@ def test_an_untouched_tree_is_an_empty_patch(tmp_path: Path) -> None:
     done = run_ssebench("run", "--task", str(task), *ports, "--prediction-out", str(out),
                         "--task-id", "t-1", "--", "true", env=clean_env(tmp_path))  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert out.read_text() == '{"task": "t-1", "model": "default", "patch": ""}\n'
+    assert out.read_text() == (
+        '{"task": "t-1", "model": "default", "patch": "", "test_patch_calls": []}\n'
+    )
 
 
 @pytest.mark.parametrize(

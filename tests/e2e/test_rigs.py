@@ -432,7 +432,8 @@ def test_a_run_flags_the_rigger_and_not_the_honest_model(run_cli: RunCli, tmp_pa
         assert len(progress) == 2
         assert re.fullmatch(rf"ssebench: \[1/2\] honest/c-rle: resolved {when}", progress[0])
         assert re.fullmatch(
-            rf"ssebench: \[2/2\] rigger/c-rle: unresolved {when}; flagged: protected-edit, sanitizer-off",
+            rf"ssebench: \[2/2\] rigger/c-rle: unresolved \(poc-still-triggers\) {when}; "
+            "flagged: protected-edit, sanitizer-off",
             progress[1],
         )
     results = {

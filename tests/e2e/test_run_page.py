@@ -6,98 +6,21 @@ file of the run, nothing is fetched or scripted, and names from the user stay te
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
 from urllib.parse import unquote
 
 import pytest
 
 from ssebench.testing import task_toml
 
+from .pages import needs_chromium, shown
 from .test_batch import RunCli
 from .test_validate import FIX
 
-CHROMIUM = shutil.which("chromium")
-pytestmark = [
-    pytest.mark.timeout(300),
-    pytest.mark.skipif(
-        CHROMIUM is None, reason="no chromium (Debian's `chromium`; .ci/run installs it)"
-    ),
-]
-FLAGS = [
-    *("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"),
-    *("--disable-background-networking", "--disable-component-update", "--disable-sync"),
-]
+pytestmark = [pytest.mark.timeout(300), needs_chromium]
 ODD_TASK = 'we&ird <i>#1 %?"'  # a plain folder name, and everything a page or a URL must escape
 ODD_MODEL = "<b>x&y</b>"  # its `/` makes the folder <b>x&y<__b>
 FIXED = task_toml({"build": "grep -q fixed state.txt"})  # resolved by FIX
-
-
-class Shown(HTMLParser):
-    """What a page shows: its title, headings and paragraphs, and each table's rows, each cell
-    as (its class, its text, its links as (text, href))."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.tags: list[str] = []
-        self.texts: dict[str, list[str]] = {"title": [], "h1": [], "h2": [], "p": []}
-        self.tables: dict[str, list[list[tuple[str, str, list[tuple[str, str]]]]]] = {}
-        self.table = ""
-        self.cell: list[Any] | None = None
-        self.link: list[str] | None = None
-        self.heading: str | None = None
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append(tag)
-        got = dict(attrs)
-        if tag == "table":
-            self.table = got.get("class") or ""
-            self.tables[self.table] = []
-        elif tag == "tr":
-            self.tables[self.table].append([])
-        elif tag in ("td", "th"):
-            self.cell = [got.get("class") or tag, "", []]
-        elif tag == "a":
-            self.link = ["", got.get("href") or ""]
-        elif tag in self.texts:
-            self.texts[tag].append("")
-            self.heading = tag
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == self.heading:
-            self.heading = None
-        elif tag in ("td", "th") and self.cell is not None:
-            self.cell[1] = " ".join(self.cell[1].split())
-            self.tables[self.table][-1].append((self.cell[0], self.cell[1], self.cell[2]))
-            self.cell = None
-        elif tag == "a" and self.link is not None and self.cell is not None:
-            self.cell[2].append((self.link[0], self.link[1]))
-            self.link = None
-
-    def handle_data(self, data: str) -> None:
-        if self.link is not None:
-            self.link[0] += data
-        elif self.cell is not None:
-            self.cell[1] += data
-        elif self.heading is not None:
-            self.texts[self.heading][-1] += data
-
-
-def shown(page: Path, tmp_path: Path) -> Shown:
-    """The page as Chromium shows it, loaded from its folder."""
-    profile = tmp_path / "chromium-profile"
-    assert CHROMIUM is not None
-    done = subprocess.run(
-        [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--dump-dom", page.as_uri()],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert done.returncode == 0 and "<body>" in done.stdout, done.stderr
-    seen = Shown()
-    seen.feed(done.stdout)
-    return seen
 
 
 def run(run_cli: RunCli, tmp_path: Path) -> Path:
@@ -142,32 +65,54 @@ def test_the_page_shows_the_run_in_a_real_browser(run_cli: RunCli, tmp_path: Pat
     out = run(run_cli, tmp_path)
     page = shown(out / "index.html", tmp_path)
     assert page.texts["title"] == page.texts["h1"] == ["ssebench: predictions.json"]
-    assert page.texts["h2"] == ["Models", "Tasks × models", "Errors"]
-    assert page.texts["p"] == [
-        "7 predictions: 3 resolved, 2 unresolved, 2 errors; 3 tasks in --tasks"
-    ]
+    assert page.texts["h2"] == [
+        "Resolved rate", "Not resolved, by reason", "Models", "Tasks × models", "Errors"
+    ]  # fmt: skip
+    run_line, tally, legend = page.texts["p"]
+    assert run_line.startswith("run predictions: started ")
+    assert tally == "7 predictions: 3 resolved, 2 unresolved, 2 errors; 3 tasks in --tasks"
+    assert legend.split() == [
+        "empty-patch", "patch-does-not-apply", "build-failed", "poc-still-triggers",
+        "intent-failed", "functional-failed", "timeout", "error", "other",
+    ]  # fmt: skip
     assert [[text for _, text, _ in row] for row in page.tables["models"]] == [
         ["model", "resolved rate", "resolved", "unresolved", "errors", "empty patch",
-         "no prediction", "predictions", "flagged"],
-        ["m1", "66.7%", "2", "1", "0", "1", "0", "3", "1"],
-        ["org/m2", "0.0%", "0", "1", "1", "0", "2", "2", "0"],
-        [ODD_MODEL, "33.3%", "1", "0", "1", "0", "1", "2", "0"],
+         "no prediction", "predictions", "flagged", "why", "pass@k", "test_patch calls", "cost",
+         "tokens", "agent time"],
+        ["m1", "66.7%", "2", "1", "0", "1", "0", "3", "1", "resolved 2, empty-patch 1",
+         *[""] * 5],
+        ["org/m2", "0.0%", "0", "1", "1", "0", "2", "2", "0", "patch-does-not-apply 1, error 1",
+         *[""] * 5],
+        [ODD_MODEL, "33.3%", "1", "0", "1", "0", "1", "2", "0", "resolved 1, error 1",
+         *[""] * 5],
     ]  # fmt: skip
-    assert {cls for row in page.tables["models"][1:] for cls, _, _ in row[1:]} == {"number"}
+    assert {cls for row in page.tables["models"][1:] for cls, _, _ in row[1:9]} == {"number"}
+    # The pictures: a bar for each model's rate, and its predictions that did not resolve.
+    assert [(b.width, b.title) for b in page.charts["chart chart-resolved"].bars] == [
+        (267, "m1: resolved rate 66.7%, 2 resolved over 3 tasks"),
+        (0, "org/m2: resolved rate 0.0%, 0 resolved over 3 tasks"),
+        (133, f"{ODD_MODEL}: resolved rate 33.3%, 1 resolved over 3 tasks"),
+    ]
+    assert [(b.kind, b.width, b.title) for b in page.charts["chart chart-reasons"].bars] == [
+        ("bar bar-empty-patch", 200, "m1: empty-patch 1"),
+        ("bar bar-patch-does-not-apply", 200, "org/m2: patch-does-not-apply 1"),
+        ("bar bar-error", 200, "org/m2: error 1"),
+        ("bar bar-error", 200, f"{ODD_MODEL}: error 1"),
+    ]
     odd = "we%26ird%20%3Ci%3E%231%20%25%3F%22"  # the task's folder in a URL
     folder = "%3Cb%3Ex%26y%3C__b%3E"
     assert page.tables["grid"] == [
         [("th", "task", []), ("th", "m1", []), ("th", "org/m2", []), ("th", ODD_MODEL, [])],
         [("th", "a", []),
          ("resolved", "resolved", links("m1", "a", "build-0")),
-         ("unresolved", "unresolved", links("org__m2", "a")),
+         ("unresolved", "unresolved: patch-does-not-apply", links("org__m2", "a")),
          ("error", "error the patch must be a string", [])],
         [("th", "b", []),
          ("empty", "empty patch", []),
          ("incomplete", "no prediction", []),
          ("resolved", "resolved", links(folder, "b", "build-0"))],
         [("th", ODD_TASK, []),
-         ("resolved flagged", "resolved, flagged", links("m1", odd, "build-0")),
+         ("resolved flagged", "resolved, flagged: autoload-file", links("m1", odd, "build-0")),
          ("incomplete", "no prediction", []),
          ("incomplete", "no prediction", [])],
         [("th", "zz", []),
@@ -202,8 +147,9 @@ def test_a_shard_writes_its_own_page(run_cli: RunCli, tmp_path: Path) -> None:
     assert sorted(p.name for p in out.iterdir()) == [
         "default",
         "index-0-of-2.html",
+        "run.json",
         "summary-0-of-2.json",
-    ]
+    ]  # a shard writes no SWE-bench report: the merge does
     page = shown(out / "index-0-of-2.html", tmp_path)
     assert page.texts["h1"] == ["ssebench: p.jsonl, shard 0 of 2"]
     assert [cls for cls, _, _ in page.tables["grid"][1]] == ["th", "resolved"]

@@ -113,7 +113,7 @@ def test_grade_takes_a_tree_over_its_bound_as_a_failed_build(tmp_path: Path, run
     ]
     assert answer["checks"][0]["cases"] == [
         {"index": 0, "passed": False, "exit_code": None, "signal": None, "timed_out": False,
-         "seconds": 0.0}
+         "seconds": 0.0, "sanitizer_exit": None}
     ]  # fmt: skip
     logs, patch = tmp_path / "logs", tmp_path / "fix.patch"
     patch.write_text(PATCH)

@@ -9,12 +9,14 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, ValidationError
 
+from ssebench.evaluate.agentrun import AgentRun
 from ssebench.evaluate.datasetverdicts import DatasetSummary, ValidatedWith
+from ssebench.evaluate.runrecord import RunRecord
+from ssebench.evaluate.runshapes import Summary, SwebenchReport
 from ssebench.evaluate.verdicts import (
     GradedWith,
     PatchGrade,
     SavedGrade,
-    Summary,
     Validation,
     dump,
     field_table,
@@ -25,8 +27,10 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "evaluating.md"
 
 
 @pytest.mark.parametrize(
-    "shape", [PatchGrade, Validation, Summary, GradedWith, DatasetSummary, ValidatedWith]
-)
+    "shape",
+    [PatchGrade, Validation, Summary, GradedWith, DatasetSummary, ValidatedWith, SwebenchReport,
+     AgentRun, RunRecord],
+)  # fmt: skip
 def test_the_docs_table_is_the_models(shape: type[BaseModel]) -> None:
     assert field_table(shape) in DOCS.read_text(encoding="utf-8"), (
         f"docs/evaluating.md's table of {shape.__name__} differs from the model: paste "
@@ -39,14 +43,19 @@ def test_a_table_row_per_field_nested_by_path() -> None:
     assert rows[:3] == [
         "| field | meaning |",
         "|---|---|",
-        "| `total` | predictions in the file (or the shard), bad lines included |",
+        "| `run_id` | `--run-id` (default: the predictions file's stem) |",
     ]
     assert "| `error_list[].line` | its line in the predictions file |" in rows
+    assert (
+        "| `models.<model>.cost.per_resolved` | `total` / its resolved predictions: what a "
+        "resolved task cost; `null` when none is resolved or no line gives a cost |" in rows
+    )
 
 
 def test_an_unknown_key_or_a_wrong_type_is_refused() -> None:
     good = {
         "resolved": True,
+        "reason": "resolved",
         "patch": {"applied": True, "error": None, "dropped": []},
         "protected": {"reverted": []},
         "signals": [{"kind": "sanitizer-off", "path": "Makefile", "line": 3, "detail": "x"}],
