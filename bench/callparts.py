@@ -65,7 +65,7 @@ async def measure(task: Path, name: str, calls: int, pause: float) -> list[dict[
     async with local_daemon(loaded, registry, 0, mechanism=choose_isolation(name)) as service:
         cases = service.cases
         cases.runner.run = timed(times, "runner", cases.runner.run)  # type: ignore[method-assign]
-        cases.sync_and_run = timed(times, "cases", cases.sync_and_run)  # type: ignore[method-assign]
+        cases.run = timed(times, "cases", cases.run)  # type: ignore[method-assign]
         service.run_and_judge = timed(times, "service", service.run_and_judge)  # type: ignore[method-assign]
         view = orchestrator.view_failed_log
         orchestrator.view_failed_log = timed(times, "view", view)  # type: ignore[assignment]

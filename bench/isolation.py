@@ -38,7 +38,7 @@ async def measure(tmp: Path, rounds: int) -> dict[str, list[float]]:
     times: dict[str, list[float]] = {kind: [] for kind in [*kinds, "bare bash -c true"]}
     try:
         for name, each in cases.items():  # start every supervisor before timing anything
-            await each.sync_and_run("true", "build", timeout=30, log_path=tmp / f"{name}.log")
+            await each.run("true", "build", timeout=30, log_path=tmp / f"{name}.log")
         for index in range(rounds):
             order = kinds[index % len(kinds) :] + kinds[: index % len(kinds)]
             for kind in order:
@@ -47,7 +47,7 @@ async def measure(tmp: Path, rounds: int) -> dict[str, list[float]]:
                     await cases[name].prepare(["build"])
                     await asyncio.sleep(0.05)  # made while the agent reads the report
                 started = time.perf_counter()
-                run = await cases[name].sync_and_run(
+                run = await cases[name].run(
                     "true", "build", timeout=30, log_path=tmp / f"{name}.log"
                 )
                 times[kind].append(time.perf_counter() - started)

@@ -34,3 +34,24 @@ class CheckList(_Wire):
 
 class ErrorAnswer(_Wire):
     error: str
+
+
+class CallRequest(_Wire):
+    """POST /v1/calls: a call begins; its checks, in the order they may run."""
+
+    checks: list[str]
+
+
+class CallAnswer(_Wire):
+    """The call's id (its runs name it: they run on the tree as it was when it began) and
+    its checks, as /v1/checks lists them."""
+
+    call: str
+    checks: list[CheckInfo]
+
+
+class CallState(_Wire):
+    """GET /v1/calls/{id}: whether the agent changed its tree since the call began."""
+
+    call: str
+    changed: bool

@@ -197,17 +197,12 @@ class Cases:
         grants = self.writable.grants
         return policy_for(self.task, check, self.tree, hidden=self.hidden, writable=grants)
 
-    async def sync_and_run(
+    async def run(
         self, command: str, check: str, *, timeout: float, log_path: Path,
         sanitizer_exit: int | None = None,
     ) -> CaseEnd:  # fmt: skip
-        """`command` as a case of `check`, on the runner copy brought up to date first, its
-        sanitizers' status `sanitizer_exit`. RunnerError when it cannot run (no sync, no
-        start); TreeRefused when the agent's tree cannot be copied as it is."""
-        try:
-            await asyncio.to_thread(self.copy.sync)
-        except SyncError as exc:
-            raise RunnerError(str(exc)) from exc
+        """`command` as a case of `check`, on the runner copy as last synced, its sanitizers'
+        status `sanitizer_exit`. RunnerError when it cannot run (no start)."""
         folders = self._folders(check)
         policy = self._policy(check)
         env = case_environment(

@@ -13,7 +13,7 @@ import contextlib
 import os
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from ssebench.core.case import CaseRun
@@ -21,33 +21,17 @@ from ssebench.core.check import Check
 from ssebench.core.errors import DaemonError
 from ssebench.core.logsource import FileLog, LogSource
 from ssebench.core.registry import Registry
+from ssebench.daemon.calls import Call, CallOver, Listed, NotFound, Withheld, refused_case
 from ssebench.daemon.cases import Cases
 from ssebench.daemon.confine.mechanism import Mechanism
 from ssebench.daemon.confine.runner import LOG_LIMIT, RunnerError
 from ssebench.daemon.guard import make_folder, remove_folder
-from ssebench.daemon.runnercopy import TreeRefused
+from ssebench.daemon.runnercopy import SyncError, TreeRefused
 from ssebench.daemon.sanitizers import exit_code
 from ssebench.daemon.task import DEFAULT_TIMEOUT, Task
 
 # Seconds with no case started after which a call that stopped early is taken to be over.
 PAUSE = 0.1
-
-
-class NotFound(DaemonError):
-    """No such check, case or log (HTTP 404)."""
-
-
-class Withheld(DaemonError):
-    """A check the level withholds (HTTP 403), whatever else the request named."""
-
-
-@dataclass(frozen=True)
-class Listed:
-    """A check that runs at this level, as the daemon lists it."""
-
-    check: Check
-    cases: int
-    timeout: float
 
 
 class CaseService:
@@ -91,6 +75,7 @@ class CaseService:
         self._later: asyncio.Task[None] | None = None
         self.logs: dict[str, Path] = {}
         self.latest: dict[tuple[str, int], str] = {}
+        self.call: Call | None = None  # the call whose tree the runner copy holds
 
     # --- the level's rules, for every caller ------------------------------------------------
 
@@ -112,24 +97,56 @@ class CaseService:
             raise Withheld(f"{check.name}: not available at difficulty level {self.level}")
         return check
 
-    async def run_and_judge(self, key: str, index: int) -> CaseRun:
-        """Case `index` of check `key` on the tree as it is now, judged. NotFound, Withheld;
+    async def begin_call(self, keys: Sequence[str]) -> Call:
+        """A call begins: the runner copy is brought up to date once (one call, one tree), and
+        the call's cases run on that state. NotFound, Withheld for a key of `keys`; RunnerError
+        when the machine fails the sync."""
+        for key in keys:
+            self.check(key)
+        async with self.lock:
+            return await self._sync()
+
+    async def _sync(self) -> Call:
+        refused = None
+        try:
+            await asyncio.to_thread(self.cases.copy.sync)
+        except SyncError as exc:
+            raise RunnerError(str(exc)) from exc
+        except TreeRefused as exc:
+            refused = exc
+        self.call = Call(uuid.uuid4().hex, refused)
+        return self.call
+
+    async def tree_changed(self) -> bool:
+        """Whether the agent changed its tree since the current call began."""
+        if self.call is None or self.call.refused is not None:
+            return False
+        async with self.lock:
+            return await asyncio.to_thread(self.cases.copy.changed)
+
+    async def run_and_judge(self, key: str, index: int, call: str | None = None) -> CaseRun:
+        """Case `index` of check `key`, judged: on the tree of the call `call` names (CallOver
+        once another began), or with None on the tree as it is now. NotFound, Withheld;
         RunnerError when the command could not be started at all."""
         check = self.check(key)
         table = self.task.checks.get(key)
         if table is None or not 0 <= index < len(table.cases):
             raise NotFound(f"no case {index} of {check.name}")
         async with self.lock:
+            current = self.call
+            if call is None:
+                current = await self._sync()
+            elif current is None or current.id != call:
+                raise CallOver(f"call {call} is over: another call began since")
             self.runs += 1
             log_id, log_path = self._new_log(key, index)
+            if current.refused is not None:
+                return refused_case(current.refused, key, index, log_id, log_path)
             sanitizer_exit = exit_code(self.task, os.environ)
-            try:
-                end = await self.cases.sync_and_run(
-                    table.cases[index], key, timeout=table.timeout, log_path=log_path,
-                    sanitizer_exit=sanitizer_exit,
-                )  # fmt: skip
-            except TreeRefused as refused:
-                return _refused(refused, key, index, log_id, log_path)
+            end = await self.cases.run(
+                table.cases[index], key, timeout=table.timeout, log_path=log_path,
+                sanitizer_exit=sanitizer_exit,
+            )  # fmt: skip
             run = CaseRun(
                 exit_code=end.exit_code,
                 signal=end.signal,
@@ -197,16 +214,21 @@ class CaseService:
 
     # --- the orchestrator's Daemon, in this process -------------------------------------------
 
-    async def case_counts(self, checks: Sequence[Check]) -> dict[str, int | None]:
+    async def begin(self, plan: Sequence[Check]) -> dict[str, int | None]:
         counts = {listed.check.key: listed.cases for listed in self.listing()}
-        missing = [check.key for check in checks if check.key not in counts]
+        missing = [check.key for check in plan if check.key not in counts]
         if missing:
             raise DaemonError(f"the daemon does not offer {', '.join(missing)}")
-        return {check.key: counts[check.key] for check in checks}
+        try:
+            await self.begin_call([check.key for check in plan])
+        except RunnerError as exc:
+            raise DaemonError(str(exc)) from exc
+        return {check.key: counts[check.key] for check in plan}
 
     async def run_case(self, check: Check, index: int) -> CaseRun:
+        call = self.call.id if self.call is not None else None
         try:
-            run = await self.run_and_judge(check.key, index)
+            run = await self.run_and_judge(check.key, index, call)
         except RunnerError as exc:
             raise DaemonError(str(exc)) from exc
         # As the wire would give it: what only the daemon's judge reads stays in the daemon.
@@ -236,21 +258,3 @@ class CaseService:
             self._later.cancel()  # no case will start: no guess is made
         await self.cases.aclose()
         self.close()
-
-
-def _refused(refused: TreeRefused, key: str, index: int, log_id: str, log_path: Path) -> CaseRun:
-    """A case that did not run because the agent's tree cannot be copied as it is: failed
-    whatever its check (a PoC that never ran has not stopped triggering), its log the one line
-    that says why, as the supervisor notes a limit a case went over."""
-    log_path.write_text(f"[ssebench: {refused.line}]\n", encoding="utf-8")
-    return CaseRun(
-        exit_code=None,
-        signal=None,
-        timed_out=False,
-        seconds=0.0,
-        log_path=log_path,
-        key=key,
-        index=index,
-        log_id=log_id,
-        log_size=log_path.stat().st_size,
-    )

@@ -64,7 +64,7 @@ def run_case(
     log = tmp / "case.log"
     kept = tmp / "tree-after"
     try:
-        end = asyncio.run(cases.sync_and_run(command, check, timeout=20, log_path=log))
+        end = asyncio.run(cases.run(command, check, timeout=20, log_path=log))
         os.system(f"cp -a {cases.copy.path} {kept}")
     finally:
         cases.close()
@@ -160,11 +160,11 @@ def test_a_supervisor_killed_from_outside_fails_its_case_and_is_started_again(
 
     async def scenario() -> list[str]:
         seen = []
-        first = await cases.sync_and_run("echo one", "build", timeout=10,
+        first = await cases.run("echo one", "build", timeout=10,
                                          log_path=tmp_path / "1.log")  # fmt: skip
         seen.append(f"first {first.exit_code}")
         running = asyncio.create_task(
-            cases.sync_and_run("echo $$ > pid; exec sleep 30", "build", timeout=60,
+            cases.run("echo $$ > pid; exec sleep 30", "build", timeout=60,
                                log_path=tmp_path / "2")
         )  # fmt: skip
         await wait_for_async(lambda: case_pid(cases), 20, "the case's pid")
@@ -174,7 +174,7 @@ def test_a_supervisor_killed_from_outside_fails_its_case_and_is_started_again(
             await running
         except Exception as exc:
             seen.append(f"{type(exc).__name__}: {exc}")
-        again = await cases.sync_and_run("echo three", "build", timeout=10,
+        again = await cases.run("echo three", "build", timeout=10,
                                          log_path=tmp_path / "3.log")  # fmt: skip
         seen.append(f"again {again.exit_code} {(tmp_path / '3.log').read_text().strip()}")
         return seen
@@ -213,9 +213,7 @@ def test_another_daemons_folders_stay_out_of_reach_even_made_later(
         (other / "log").write_text("MARK-OTHER-SPOOL\n")
         log = tmp_path / "case.log"
         asyncio.run(
-            cases.sync_and_run(
-                f"cat {other}/log; ls {other.parent}", "build", timeout=10, log_path=log
-            )
+            cases.run(f"cat {other}/log; ls {other.parent}", "build", timeout=10, log_path=log)
         )
         assert "MARK-OTHER-SPOOL" not in log.read_text()
         assert other.name not in log.read_text().splitlines()  # not in the listing
@@ -250,7 +248,7 @@ def test_a_prepared_sandbox_serves_one_case_of_its_check_and_leaves_it_nothing(
                 await cases.prepare([guess])
                 await wait_for_async(lambda: standbys(cases), 10, "the prepared sandbox")
             log = tmp_path / "case.log"
-            end = await cases.sync_and_run(look, check, timeout=20, log_path=log)
+            end = await cases.run(look, check, timeout=20, log_path=log)
             assert end.exit_code == 0, log.read_text()
             seen.append(log.read_text().splitlines())
         # The last guess (build), its case still expected (unconfined, made again after the
@@ -281,14 +279,14 @@ def test_a_prepared_sandbox_killed_while_waiting_is_made_again(tmp_path: Path) -
     log = tmp_path / "case.log"
 
     async def scenario() -> CaseEnd:
-        await cases.sync_and_run("true", "build", timeout=20, log_path=log)
+        await cases.run("true", "build", timeout=20, log_path=log)
         await cases.prepare(["build"])
         assert cases.runner._proc is not None
         waiting = await wait_for_async(lambda: standbys(cases), 10, "the prepared sandbox")
         for pid in waiting:  # as the OOM killer, or root outside, could
             os.kill(pid, 9)
         await asyncio.sleep(0.3)
-        return await cases.sync_and_run("echo ran", "build", timeout=20, log_path=log)
+        return await cases.run("echo ran", "build", timeout=20, log_path=log)
 
     try:
         end = asyncio.run(scenario())

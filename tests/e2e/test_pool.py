@@ -52,7 +52,7 @@ def open_cases(tmp: Path, mechanism: str, toml: str = TOML) -> Cases:
 
 async def run(cases: Cases, command: str, check: str, log: Path, timeout: float = 20) -> str:
     """The case's end and log, as one text."""
-    end = await cases.sync_and_run(command, check, timeout=timeout, log_path=log)
+    end = await cases.run(command, check, timeout=timeout, log_path=log)
     return f"{ended(end)} {log.read_text()}"
 
 

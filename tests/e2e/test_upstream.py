@@ -345,7 +345,7 @@ def test_a_malformed_or_failed_answer_is_a_daemon_error(routes: dict[str, Any]) 
     daemon = _faulty(routes)
     checks = list(build_registry().checks)
     with pytest.raises(DaemonError):
-        asyncio.run(daemon.case_counts(checks))
+        asyncio.run(daemon.begin(checks))
 
 
 def test_counts_and_logs_of_the_current_run_only() -> None:
@@ -356,10 +356,10 @@ def test_counts_and_logs_of_the_current_run_only() -> None:
     checks = list(registry.checks)
 
     async def run() -> tuple[dict[str, int | None], bytes, Any]:
-        counts = await daemon.case_counts(checks)
+        counts = await daemon.begin(checks)
         first = await daemon.run_case(checks[0], 0)
         text = read_whole(await daemon.open_log(first))
-        await daemon.case_counts(checks)
+        await daemon.begin(checks)
         return counts, text, first
 
     counts, text, first = asyncio.run(run())

@@ -138,11 +138,11 @@ def test_a_poc_sandbox_made_while_its_file_was_away_reads_it(
     log = tmp_path / "case.log"
 
     async def scenario() -> tuple[int | None, bytes]:
-        await cases.sync_and_run("true", "build", timeout=20, log_path=log)
+        await cases.run("true", "build", timeout=20, log_path=log)
         await cases.prepare(["build", "pocs"])
         await wait_for_async(lambda: len(standbys(cases)) == 2, 20, "both sandboxes made")
         assert poc.state() == (None,)  # away while they were made
-        end = await cases.sync_and_run(f"cat {poc.path}", "pocs", timeout=20, log_path=log)
+        end = await cases.run(f"cat {poc.path}", "pocs", timeout=20, log_path=log)
         return end.exit_code, log.read_bytes()
 
     try:
