@@ -21,7 +21,6 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from ssebench.core.case import case_to_wire
 from ssebench.core.protocol import (
     API_PREFIX,
     CallAnswer,
@@ -30,6 +29,7 @@ from ssebench.core.protocol import (
     CheckInfo,
     CheckList,
     Health,
+    case_to_wire,
 )
 from ssebench.daemon.calls import CallOver, NotFound, Withheld
 from ssebench.daemon.confine.runner import RunnerError
@@ -94,7 +94,7 @@ def routes(service: CaseService) -> list[Route]:
         if not _INDEX.fullmatch(raw):
             return _error(404, f"no case {raw} of {check.name}")
         call = request.query_params.get("call")  # none: on the tree as it is now
-        return await _run_until_gone(request, service.run_and_judge(key, int(raw), call))
+        return await _run_until_gone(request, service.run_and_judge(check, int(raw), call))
 
     async def other(request: Request) -> Response:
         """Anything else under a check: still 403 when withheld, so no route probes it."""

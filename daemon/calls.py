@@ -42,21 +42,9 @@ class Listed:
     timeout: float
 
 
-def refused_case(
-    refused: TreeRefused, key: str, index: int, log_id: str, log_path: Path
-) -> CaseRun:
-    """A case that did not run because the agent's tree cannot be copied as it is: failed
-    whatever its check (a PoC that never ran has not stopped triggering), its log the one line
-    that says why, as the supervisor notes a limit a case went over."""
+def refused_case(refused: TreeRefused, log_path: Path) -> CaseRun:
+    """The record of a case that did not run because the agent's tree cannot be copied as it
+    is: failed whatever its check (a PoC that never ran has not stopped triggering), its log
+    the one line that says why, as the supervisor notes a limit a case went over."""
     log_path.write_text(f"[ssebench: {refused.line}]\n", encoding="utf-8")
-    return CaseRun(
-        exit_code=None,
-        signal=None,
-        timed_out=False,
-        seconds=0.0,
-        log_path=log_path,
-        key=key,
-        index=index,
-        log_id=log_id,
-        log_size=log_path.stat().st_size,
-    )
+    return CaseRun(exit_code=None, signal=None, timed_out=False, seconds=0.0)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ssebench.core.errors import ConfigError
-from ssebench.daemon.cases import log_owner
+from ssebench.daemon.config import ServiceConfig
 from ssebench.daemon.confine.choice import NONE, available, choose, choosing
 from ssebench.daemon.confine.mechanism import IsolationError, Mechanism
 from ssebench.daemon.confine.policy import SYSTEM
@@ -21,6 +21,7 @@ from ssebench.daemon.guard import make_folder, remove_folder
 from ssebench.daemon.protect import unmatched_globs
 from ssebench.daemon.runnercopy import RunnerCopy
 from ssebench.daemon.scratch import copy_tree, patched_copy, read_patch
+from ssebench.daemon.spool import log_owner
 from ssebench.daemon.task import IMAGE, Task, load_task
 from ssebench.daemon.withheld import kept_from_agent
 from ssebench.daemon.withheld import recover as recover_withheld
@@ -30,6 +31,7 @@ __all__ = [
     "NONE",
     "SYSTEM",
     "Mechanism",
+    "ServiceConfig",
     "Task",
     "adopt_isolation",
     "available",

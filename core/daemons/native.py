@@ -6,12 +6,12 @@ from collections.abc import Iterator, Sequence
 
 import httpx
 
-from ssebench.core.case import CaseRun, case_from_wire
+from ssebench.core.case import CaseRun
 from ssebench.core.check import Check
 from ssebench.core.daemons.base import HttpApi, Timeouts, describe_error
 from ssebench.core.errors import DaemonError
 from ssebench.core.logsource import LogSource
-from ssebench.core.protocol import API_PREFIX, CallAnswer, CallState, Health
+from ssebench.core.protocol import API_PREFIX, CallAnswer, CallState, Health, case_from_wire
 
 DEFAULT_CASE_TIMEOUT = 3600.0  # what the daemon gives a case whose task sets no timeout
 

@@ -17,8 +17,9 @@ import pytest
 from daemon_app import create_app
 from unit.test_daemon_app import BASE, REGISTRY, make_task, run_app
 
+from ssebench.core.daemons.door import ServiceConfig
+from ssebench.core.daemons.inprocess import open_service
 from ssebench.daemon.app import http_app
-from ssebench.daemon.service import CaseService
 from ssebench.testing.procs import wait_group_gone
 from ssebench.testing.servers import serving_app
 
@@ -226,9 +227,9 @@ def test_the_evaluator_level_runs_every_check(tmp_path: Path) -> None:
 
 def test_without_a_spool_the_app_owns_a_temporary_one(tmp_path: Path) -> None:
     task = make_task(tmp_path)
-    service = CaseService(task, REGISTRY, 2)
+    service = open_service(ServiceConfig(task, REGISTRY, 2))
     app = http_app(service, owned=True)
-    spool = service.spool
+    spool = service.place.spool.folder
 
     async def main() -> bytes:
         async with app.router.lifespan_context(app):

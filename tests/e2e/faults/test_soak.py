@@ -9,6 +9,8 @@ flat, and every answer must be exactly right.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import time
 from pathlib import Path
 
@@ -16,8 +18,9 @@ import pytest
 
 from ssebench.core.savedlogs import KEEP_LOGS
 from ssebench.testing.calls import call_async
-from ssebench.testing.procs import assert_none_left, kill_all, open_fds, proc_status
+from ssebench.testing.procs import assert_none_left, kill_all, proc_status
 from ssebench.testing.servers import clean_env, start_server, write_task
+from ssebench.testing.waiting import wait_for
 
 from .reports import PASSED_AT_3, check_token_report
 
@@ -37,6 +40,24 @@ echo built
 """
 RSS_GROWTH_KB = 20 * 1024
 FD_SLACK = 2
+
+
+def settled_fds(pid: int, tmp: str) -> int:
+    """The server's descriptors once what a call leaves to the background is done (its case's
+    folder removed while the next may start, a closed session's socket): none open under its
+    TMPDIR, and the count the same twice in a row."""
+    counts: list[int] = []
+
+    def steady() -> int | None:
+        folder, names = f"/proc/{pid}/fd", []
+        for fd in os.listdir(folder):
+            with contextlib.suppress(OSError):  # closed since listed
+                names.append(os.readlink(f"{folder}/{fd}"))
+        counts.append(len(names))
+        busy = any(name.startswith(tmp) for name in names)
+        return counts[-1] if not busy and counts[-2:-1] == counts[-1:] else None
+
+    return wait_for(steady, 10, "the server's descriptors settled", 0.1)
 
 
 def test_200_calls_keep_memory_and_descriptors_flat(tmp_path: Path) -> None:
@@ -60,7 +81,8 @@ def test_200_calls_keep_memory_and_descriptors_flat(tmp_path: Path) -> None:
             else:
                 assert text == PASSED_AT_3, f"call {n}: {text[:300]}"
             if n in (WARM_UP, CALLS):
-                figures.append((n, proc_status(server.pid)["VmRSS"], open_fds(server.pid)))
+                fds = settled_fds(server.pid, server.env["TMPDIR"])
+                figures.append((n, proc_status(server.pid)["VmRSS"], fds))
 
     try:
         started = time.monotonic()
