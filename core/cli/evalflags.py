@@ -6,10 +6,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ssebench.core.cli.flagrules import TableNames, checked
+from ssebench.core.cli.flagrules import TableHelp, TableNames, checked
 from ssebench.core.settings import positive_seconds
 
-ISOLATIONS = ("auto", "bubblewrap", "landlock")
+ISOLATIONS = TableNames("ssebench.core.daemons.door", "choices")
+ISOLATION_HELP = TableHelp("ssebench.core.daemons.door", "isolation_help")
 BACKENDS = TableNames("ssebench.evaluate.backends", "BACKENDS")
 FORMATS = TableNames("ssebench.evaluate.importers", "FORMATS")
 BACKEND_HELP = (
@@ -143,7 +144,7 @@ def isolation_flags(cmd: argparse.ArgumentParser) -> None:
         "--isolation",
         choices=ISOLATIONS,
         default="auto",
-        help="how each case is confined (default auto: the strongest this machine allows)",
+        help=ISOLATION_HELP,
     )
     which.add_argument(
         "--no-isolation",

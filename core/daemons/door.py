@@ -13,7 +13,15 @@ from pathlib import Path
 
 from ssebench.core.errors import ConfigError
 from ssebench.daemon.config import ServiceConfig
-from ssebench.daemon.confine.choice import NONE, available, choose, choosing
+from ssebench.daemon.confine.choice import (
+    NONE,
+    available,
+    choices,
+    choose,
+    choosing,
+    is_confined,
+    isolation_help,
+)
 from ssebench.daemon.confine.mechanism import IsolationError, Mechanism
 from ssebench.daemon.confine.policy import SYSTEM
 from ssebench.daemon.confine.user import CaseUserError, case_user, own_user, protect_self
@@ -35,9 +43,12 @@ __all__ = [
     "Task",
     "adopt_isolation",
     "available",
+    "choices",
     "choose",
     "choose_isolation",
     "copy_tree",
+    "is_confined",
+    "isolation_help",
     "kept_from_agent",
     "load_task",
     "log_owner",
@@ -69,7 +80,7 @@ def start_isolation(requested: str, user: str | None = None) -> Callable[[], Mec
     """`choose_isolation`, begun: its probe case runs while the caller goes on; calling the
     result ends it, with the same mechanism or one-line error."""
     with _one_line():
-        chosen = choosing(requested, own_user() if requested == NONE else case_user(user))
+        chosen = choosing(requested, case_user(user) if is_confined(requested) else own_user())
 
     def finish() -> Mechanism:
         with _one_line():

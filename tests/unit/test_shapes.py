@@ -10,6 +10,8 @@ record, tables"), each shown to refuse a planted example of what it forbids:
   door: daemon/ makes them in service.py and place.py only.
 - The daemon's configuration is one value: no call passes a parameter list on unchanged.
 - Only the HTTP adapter drops a case's log path (the wire's own functions do it for it).
+- Isolation mechanisms are one table: no code branches on a mechanism's name (that the
+  command line's choices and help are the table's: test_isolation_table.py).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ssebench.core.case import CaseRun
+from ssebench.daemon.confine.choice import KINDS
 from ssebench.evaluate.verdicts import CaseVerdict
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,6 +35,8 @@ OWNERS = ("daemon/confine/runner.py", "daemon/place.py", "daemon/service.py")
 LISTING_READERS = {("daemon/app.py", "_infos"), ("daemon/service.py", "begin")}
 DROPS = ("off_the_daemon", "case_to_wire")
 DROPPERS = ("core/protocol.py", "daemon/app.py")  # the wire's functions, and the HTTP adapter
+TABLE = "daemon/confine/choice.py"
+MECHANISM_NAMES = {kind.name for kind in KINDS}
 FORWARDED_AT_MOST = 3
 CASE_FIELDS = {field.name for field in dataclasses.fields(CaseRun)}
 
@@ -144,6 +149,24 @@ def drops(name: str, tree: ast.Module) -> list[str]:
     ]
 
 
+def name_branches(name: str, tree: ast.Module) -> list[str]:
+    """Comparisons of something with a mechanism's name (a literal, or a module's NAME)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            named = [
+                side
+                for side in sides
+                if (isinstance(side, ast.Constant) and side.value in MECHANISM_NAMES)
+                or (isinstance(side, ast.Attribute) and side.attr == "NAME")
+                or (isinstance(side, ast.Name) and side.id == "NONE")
+            ]
+            if named:
+                found.append(f"{name}:{node.lineno} {ast.unparse(node)}")
+    return found
+
+
 def test_a_case_end_is_one_record() -> None:
     found = [f for name, tree in sources(*PACKAGE) for f in case_records(name, tree)]
     assert found == [":".join(RECORD), *sorted(":".join(shape) for shape in JSON_SHAPES)]
@@ -173,6 +196,16 @@ def test_only_the_http_adapter_drops_a_log_path() -> None:
     assert sorted({where.split(":")[0] for where in found}) == sorted(DROPPERS)
 
 
+def test_no_code_branches_on_a_mechanisms_name() -> None:
+    found = [
+        f
+        for name, tree in sources("core", "daemon", "evaluate", "testing")
+        if name != TABLE
+        for f in name_branches(name, tree)
+    ]
+    assert found == []
+
+
 def test_the_rules_find_what_they_forbid() -> None:
     planted = ast.parse(
         "@dataclass\nclass Ended:\n    exit_code: int\n    signal: int\n"
@@ -183,6 +216,8 @@ def test_the_rules_find_what_they_forbid() -> None:
         "    return CaseService(task, registry, level, spool=spool, mechanism=mechanism,\n"
         "                       log_dir=log_dir, case_user=case_user)\n"
         "def run_case(self):\n    return run.off_the_daemon()\n"
+        "what = 'bubblewrap' if name == bubblewrap.NAME else 'Landlock'\n"
+        "if mechanism.name == 'none':\n    pass\n"
     )
     assert case_records("m", planted) == ["m:Ended"]
     assert field_copies("m", planted) == ["m:5"]
@@ -190,3 +225,7 @@ def test_the_rules_find_what_they_forbid() -> None:
     assert parts_made("m", planted) == ["m:10 Runner"]
     assert forwarded("m", planted) == ["m:12"]
     assert drops("m", planted) == ["m:15"]
+    assert sorted(name_branches("m", planted)) == [
+        "m:16 name == bubblewrap.NAME",
+        "m:17 mechanism.name == 'none'",
+    ]
