@@ -36,6 +36,10 @@ from ssebench.daemon.sanitizers import exit_code
 
 # Seconds with no case started after which a call that stopped early is taken to be over.
 PAUSE = 0.1
+# A log up to this size is judged in the event loop: searching it takes microseconds, where the
+# hop to a worker thread and back costs 1-2 ms a case on a loaded machine (bench/RESULTS.md,
+# issue 34). A larger one (up to a GiB) is searched in a thread, so the server keeps answering.
+INLINE_JUDGE_BYTES = 64 * 1024
 
 
 class CaseService:
@@ -127,8 +131,7 @@ class CaseService:
             if current.refused is not None:
                 return run  # it never ran: failed, whatever its check's judge would say
             await self._coming_after(check.key, index)
-            passed = await asyncio.to_thread(table.check.judge, run)
-            return replace(run, passed=bool(passed))
+            return replace(run, passed=await _judged(table.check, run))
 
     def _current(self, call: str) -> Call:
         if self.call is None or self.call.id != call:
@@ -253,3 +256,10 @@ class CaseService:
             self._later.cancel()  # no case will start: no guess is made
         await self.place.aclose()
         self.close()
+
+
+async def _judged(check: Check, run: CaseRun) -> bool:
+    """`check`'s verdict on `run`: a judge reads the record and searches the log."""
+    if run.log_size <= INLINE_JUDGE_BYTES:
+        return bool(check.judge(run))
+    return bool(await asyncio.to_thread(check.judge, run))
