@@ -7,9 +7,12 @@ layers, each around the one below it, so each row's own share is its time less t
 
 - the case through the supervisor (`Runner.run`: the standby set going, the command's exec
   chain, its end noticed and answered);
-- the runner copy's sync, the case's folders and environment (`Cases.sync_and_run`);
+- the case's folders and environment (`CaseService._run`);
 - judging the case, its log file, telling the supervisor the coming cases
   (`CaseService.run_and_judge`);
+- the call's beginning: its plan's sandboxes asked for, the runner copy's one sync
+  (`CaseService.begin`);
+- whether the tree changed while the call ran (`CaseService.tree_changed`);
 - the failed check's tail (`view_failed_log`); what is left of the call is the orchestrator
   and the report.
 
@@ -33,14 +36,16 @@ from overhead import command_task, commands
 import ssebench.core.orchestrator as orchestrator
 from ssebench.core.cli.requests import Basis
 from ssebench.core.cli.root import Root
-from ssebench.core.daemons.door import available, choose_isolation, load_task
+from ssebench.core.daemons.door import ServiceConfig, available, choose_isolation, load_task
 from ssebench.core.daemons.inprocess import local_daemon
 from ssebench.daemon.confine.user import case_user
 
 LAYERS = {  # a row's name: the layer it times
     "cases through the supervisor": "runner",
-    "+ sync, folders, environment": "cases",
+    "+ folders, environment": "cases",
     "+ judging, log file, coming cases": "service",
+    "the call's begin: plan, one sync": "begin",
+    "the tree changed? (its end)": "changed",
     "failed check's tail": "view",
 }
 
@@ -62,11 +67,14 @@ async def measure(task: Path, name: str, calls: int, pause: float) -> list[dict[
     loaded = load_task(task / "task.toml", registry.checks)
     found: list[dict[str, float]] = []
     times: dict[str, float] = {}
-    async with local_daemon(loaded, registry, 0, mechanism=choose_isolation(name)) as service:
-        cases = service.cases
-        cases.runner.run = timed(times, "runner", cases.runner.run)  # type: ignore[method-assign]
-        cases.sync_and_run = timed(times, "cases", cases.sync_and_run)  # type: ignore[method-assign]
+    config = ServiceConfig(loaded, registry, 0, choose_isolation(name))
+    async with local_daemon(config) as service:
+        runner = service.place.runner
+        runner.run = timed(times, "runner", runner.run)  # type: ignore[method-assign]
+        service._run = timed(times, "cases", service._run)  # type: ignore[method-assign]
         service.run_and_judge = timed(times, "service", service.run_and_judge)  # type: ignore[method-assign]
+        service.begin = timed(times, "begin", service.begin)  # type: ignore[method-assign]
+        service.tree_changed = timed(times, "changed", service.tree_changed)  # type: ignore[method-assign]
         view = orchestrator.view_failed_log
         orchestrator.view_failed_log = timed(times, "view", view)  # type: ignore[assignment]
         try:

@@ -21,24 +21,29 @@ from pathlib import Path
 
 from _common import machine, parser, run, scratch, table
 
-from ssebench.core.daemons.door import available, choose_isolation
-from ssebench.daemon.cases import Cases
+from ssebench.core.cli.requests import Basis
+from ssebench.core.cli.root import Root
+from ssebench.core.daemons.door import ServiceConfig, available, choose_isolation
+from ssebench.core.daemons.inprocess import open_service
 from ssebench.daemon.confine.user import case_user
 from ssebench.daemon.task import load_task
-from ssebench.plugins.build import BUILD
 
 
 async def measure(tmp: Path, rounds: int) -> dict[str, list[float]]:
     (tmp / "src").mkdir()
     (tmp / "task.toml").write_text('source = "src"\n[checks.build]\nrun = "true"\n')
-    task = load_task(tmp, [BUILD])
+    registry = Root(Basis()).registry  # the installed checks, as serve has them
+    task = load_task(tmp, registry.checks)
     names = ["none", *available(case_user())]
-    cases = {name: Cases(task, [BUILD], mechanism=choose_isolation(name)) for name in names}
+    cases = {
+        name: open_service(ServiceConfig(task, registry, None, choose_isolation(name)))
+        for name in names
+    }
     kinds = [*names, *(f"{name}, cold" for name in names)]
     times: dict[str, list[float]] = {kind: [] for kind in [*kinds, "bare bash -c true"]}
     try:
         for name, each in cases.items():  # start every supervisor before timing anything
-            await each.sync_and_run("true", "build", timeout=30, log_path=tmp / f"{name}.log")
+            await each.run_command("build", "true", timeout=30, log_path=tmp / f"{name}.log")
         for index in range(rounds):
             order = kinds[index % len(kinds) :] + kinds[: index % len(kinds)]
             for kind in order:
@@ -47,8 +52,8 @@ async def measure(tmp: Path, rounds: int) -> dict[str, list[float]]:
                     await cases[name].prepare(["build"])
                     await asyncio.sleep(0.05)  # made while the agent reads the report
                 started = time.perf_counter()
-                run = await cases[name].sync_and_run(
-                    "true", "build", timeout=30, log_path=tmp / f"{name}.log"
+                run = await cases[name].run_command(
+                    "build", "true", timeout=30, log_path=tmp / f"{name}.log"
                 )
                 times[kind].append(time.perf_counter() - started)
                 assert run.exit_code == 0, (kind, run)

@@ -1,19 +1,27 @@
-"""One finished case: one record from the runner, through the judge and the wire, to the report.
+"""One finished case: one record, built once, extended on its way up, never copied.
 
-The runner fills in how the command ended; the daemon adds where its log lies and the check's
-options, asks the check's `judge`, and sends the record (less the daemon-side fields) to the
-orchestrator, which keeps it in the check's outcome. A field added here appears everywhere.
+The case supervisor builds it when the case ends (how the command ended, what it left behind,
+how long it ran); the runner adds whether its time ran out; the case service adds where its log
+lies and the check's options and asks the check's `judge`, whose verdict it adds; the
+orchestrator keeps it in the check's outcome, and the grade's JSON reads its fields off it. Only
+the HTTP adapter drops the daemon-side fields (a path in another process's file system means
+nothing there). A field added here appears everywhere. Light: the trusted core imports it (no
+pydantic).
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, TypeAdapter
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    Options = BaseModel  # a check's own task.toml keys, as its `options` model reads them
+else:
+    Options = object  # resolved at run time without pydantic (the supervisor decodes records)
 
 _SCAN_CHUNK = 1 << 20
 _LINE_OVERLAP = 1 << 16
@@ -40,7 +48,7 @@ class CaseRun:
     timed_out: bool
     seconds: float
     log_path: Path | None = None  # the spooled log, in the daemon only
-    options: BaseModel | None = None  # the check's own task.toml keys, in the daemon only
+    options: Options | None = None  # the check's own task.toml keys, in the daemon only
     key: str = ""
     index: int = 0
     passed: bool = False  # the judge's verdict
@@ -53,12 +61,9 @@ class CaseRun:
     sanitizer_exit: int | None = None
 
     def off_the_daemon(self) -> CaseRun:
-        """This record as the daemon's callers in this process have it: what only its judge
-        reads dropped (a path in another process's file system means nothing there). The
-        sanitizers' status stays: no secret once its case has ended (each case draws its own),
-        and a grade keeps it with the case's log so a rejudge reads what the judge read. The
-        HTTP answer leaves it out as ever (DAEMON_SIDE)."""
-        return replace(self, log_path=None, options=None)
+        """This record as a caller in another process has it: what only the daemon's judge
+        reads dropped (the HTTP adapter's to do, and the wire's)."""
+        return replace(self, log_path=None, options=None, sanitizer_exit=None)
 
     def log_search(self, pattern: re.Pattern[bytes]) -> bool:
         """Whether `pattern` matches in the log, read in chunks so a huge log never sits in memory.
@@ -83,22 +88,3 @@ class CaseRun:
                     return True
                 pending = data[cut:]
         return bool(pending) and pattern.search(pending) is not None
-
-
-@functools.cache
-def _wire() -> TypeAdapter[CaseRun]:
-    """Built at first use: a daemon in this process never puts a case on the wire, and `serve`
-    starts sooner without it (bench/startup.py)."""
-    return TypeAdapter(CaseRun)
-
-
-def case_to_wire(case: CaseRun) -> dict[str, Any]:
-    """The JSON object the daemon answers a run with."""
-    wire: dict[str, Any] = _wire().dump_python(case, mode="json", exclude=set(DAEMON_SIDE))
-    return wire
-
-
-def case_from_wire(data: bytes | str) -> CaseRun:
-    """The record back from the daemon's JSON; unknown fields are ignored (a newer daemon), and
-    so are daemon-side ones."""
-    return _wire().validate_json(data).off_the_daemon()

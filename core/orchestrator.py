@@ -21,6 +21,10 @@ from ssebench.core.savedlogs import Owner
 # progress(done, total, message): cases finished so far of all the cases the call will run.
 Progress = Callable[[float, float, str], Awaitable[None]]
 STARTED = "started"  # the last word of a message that starts a case, which then runs
+TREE_CHANGED = (
+    "the source tree changed while this call ran: this result is for the tree as it was when "
+    "the call began; call test_patch again to test the changes"
+)
 
 
 class Daemon(Protocol):
@@ -29,14 +33,22 @@ class Daemon(Protocol):
     Every fault is raised as `DaemonError`.
     """
 
-    async def case_counts(self, checks: Sequence[Check]) -> dict[str, int | None]:
-        """Cases per check key; None for a check this daemon cannot run."""
+    async def begin(self, plan: Sequence[Check]) -> dict[str, int | None]:
+        """A call begins: the tree is taken as it is now, and every case of the call runs on
+        that state (one call, one tree: the agent may go on editing while a call runs in the
+        background). `plan` is the call's checks in the order they may run, whose cases the
+        daemon prepares. Cases per check key; None for a check this daemon cannot run."""
         ...
 
     async def run_case(self, check: Check, index: int) -> CaseRun: ...
 
     async def open_log(self, case: CaseRun) -> LogSource:
         """The case's log, wherever it lies, read in a worker thread; the caller closes it."""
+        ...
+
+    async def tree_changed(self) -> bool:
+        """Whether the agent's tree changed since the call began (its cases ran on the tree
+        as it was then); False where the daemon cannot tell."""
         ...
 
 
@@ -66,7 +78,7 @@ async def run_checks(
     `every_case` runs a check's cases past its first failure (a task's validation needs each
     case's verdict, not the first that fails)."""
     split = split_by_level(checks, level)
-    counts = await daemon.case_counts(split.enabled) if split.enabled else {}
+    counts = await daemon.begin(split.enabled) if split.enabled else {}
     counter = _Counter(progress, sum(n or 0 for n in counts.values()))
     outcomes: dict[str, CheckOutcome] = {}
     blocker: Check | None = None
@@ -85,6 +97,8 @@ async def run_checks(
             if outcome.status is Status.FAILED and check.gate:
                 blocker = check
         outcomes[check.key] = outcome
+    if progress is not None and split.enabled and await daemon.tree_changed():
+        await counter.say(TREE_CHANGED)
     return Outcome(level, tuple(outcomes[c.key] for c in split.enabled), split.withheld)
 
 

@@ -14,17 +14,27 @@ import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
+from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from ssebench.core.case import case_to_wire
-from ssebench.core.protocol import API_PREFIX, CheckInfo, CheckList, Health
+from ssebench.core.protocol import (
+    API_PREFIX,
+    CallAnswer,
+    CallRequest,
+    CallState,
+    CheckInfo,
+    CheckList,
+    Health,
+    case_to_wire,
+)
+from ssebench.daemon.calls import CallOver, NotFound, Withheld
 from ssebench.daemon.confine.runner import RunnerError
 from ssebench.daemon.hosts import HostGuard
-from ssebench.daemon.service import CaseService, NotFound, Withheld
+from ssebench.daemon.service import CaseService
 
 log = logging.getLogger("ssebench.daemon")
 
@@ -54,6 +64,8 @@ def _refusals(handler: Handler) -> Handler:
             return _error(403, str(exc))
         except NotFound as exc:
             return _error(404, str(exc))
+        except CallOver as exc:
+            return _error(409, str(exc))
 
     return route
 
@@ -73,11 +85,7 @@ def routes(service: CaseService) -> list[Route]:
         return JSONResponse(Health(status="ok", difficulty=service.level).model_dump())
 
     async def checks(request: Request) -> Response:
-        infos = [
-            CheckInfo(key=one.check.key, name=one.check.name, cases=one.cases, timeout=one.timeout)
-            for one in service.listing()
-        ]
-        return JSONResponse(CheckList(checks=infos).model_dump())
+        return JSONResponse(CheckList(checks=_infos(service)).model_dump())
 
     async def run_case(request: Request) -> Response:
         key, raw = request.path_params["key"], request.path_params["index"]
@@ -85,7 +93,8 @@ def routes(service: CaseService) -> list[Route]:
         # ASCII digits only: str.isdigit() also takes "²" (which int() refuses) and "١".
         if not _INDEX.fullmatch(raw):
             return _error(404, f"no case {raw} of {check.name}")
-        return await _run_until_gone(request, service.run_and_judge(key, int(raw)))
+        call = request.query_params.get("call")  # none: on the tree as it is now
+        return await _run_until_gone(request, service.run_and_judge(check, int(raw), call))
 
     async def other(request: Request) -> Response:
         """Anything else under a check: still 403 when withheld, so no route probes it."""
@@ -101,10 +110,51 @@ def routes(service: CaseService) -> list[Route]:
     return [
         Route(f"{API_PREFIX}/health", _refusals(health)),
         Route(f"{API_PREFIX}/checks", _refusals(checks)),
+        *_call_routes(service),
         Route(f"{under}/cases/{{index}}/run", _refusals(run_case), methods=["POST"]),
         Route(under, _refusals(other), methods=_ANY_METHOD),
         Route(f"{under}/{{rest:path}}", _refusals(other), methods=_ANY_METHOD),
         Route(f"{API_PREFIX}/logs/{{log_id}}", _refusals(logs)),
+    ]
+
+
+def _infos(service: CaseService, keys: list[str] | None = None) -> list[CheckInfo]:
+    """The checks that run at this level (those of `keys`, in that order), as the API lists
+    them."""
+    listed = {one.check.key: one for one in service.listing()}
+    return [
+        CheckInfo(key=one.check.key, name=one.check.name, cases=one.cases, timeout=one.timeout)
+        for one in (listed.values() if keys is None else (listed[key] for key in keys))
+    ]
+
+
+def _call_routes(service: CaseService) -> list[Route]:
+    """A call begins (its tree taken once, for every run that names it), and says whether the
+    agent changed its tree since."""
+
+    async def begin(request: Request) -> Response:
+        try:
+            plan = CallRequest.model_validate_json(await request.body())
+        except ValidationError:
+            return _error(400, 'the body must be {"checks": [check keys, in order]}')
+        try:
+            call = await service.begin_call(plan.checks)
+        except RunnerError as exc:
+            log.error("%s", exc)
+            return _error(500, str(exc))
+        answer = CallAnswer(call=call.id, checks=_infos(service, plan.checks))
+        return JSONResponse(answer.model_dump())
+
+    async def state(request: Request) -> Response:
+        call = request.path_params["call"]
+        if service.call is None or service.call.id != call:
+            raise CallOver(f"call {call} is over: another call began since")
+        changed = await service.tree_changed()
+        return JSONResponse(CallState(call=call, changed=changed).model_dump())
+
+    return [
+        Route(f"{API_PREFIX}/calls", _refusals(begin), methods=["POST"]),
+        Route(f"{API_PREFIX}/calls/{{call}}", _refusals(state)),
     ]
 
 

@@ -39,6 +39,7 @@ from ssebench.daemon.guard import make_folder, remove_folder, remove_tree
 from ssebench.daemon.protect import read_lines
 from ssebench.daemon.task import Task
 from ssebench.daemon.treefiles import remove_path
+from ssebench.daemon.treelook import tree_changed
 from ssebench.daemon.treemodel import Folder, TreeRefused, over_bound
 from ssebench.daemon.treesync import Rules, Sync
 
@@ -140,6 +141,11 @@ class RunnerCopy:
         rules = tree_rules(self.root.paths(), self.protected, read, self.modules)
         self.frozen = Ignore.of(rules.protected) if rules.protected else None
         self.fresh_only = Ignore.of(rules.no_add)
+
+    def changed(self) -> bool:
+        """Whether the agent changed its tree since the last sync (daemon/treelook.py); an
+        adopted tree is ours, which no agent changes."""
+        return not self.adopted and tree_changed(self.origin, self.root, self.frozen)
 
     def _hand_over(self) -> None:
         """An adopted tree, once within its bound, becomes the case user's (no process of the

@@ -29,17 +29,15 @@ from ssebench.evaluate.verdicts import (
     dump,
 )
 
-# What a case tells the evaluator; its log id and size mean nothing once the daemon is gone.
-# Its sanitizers' status stays with it: a rejudge (evaluate/rejudge.py) reads it, as the judge did.
-CASE_FIELDS = ("index", "passed", "exit_code", "signal", "timed_out", "seconds", "sanitizer_exit")
-
 
 def case_json(case: CaseRun) -> dict[str, Any]:
     return dump(_case(case))
 
 
 def _case(case: CaseRun) -> CaseVerdict:
-    return CaseVerdict(**{name: getattr(case, name) for name in CASE_FIELDS})
+    """What a case tells the evaluator: the fields `CaseVerdict` declares, read off the case's
+    one record (its log id and size mean nothing once the daemon is gone)."""
+    return CaseVerdict.model_validate(case, from_attributes=True)
 
 
 def _checks(outcome: Outcome) -> list[CheckVerdict]:

@@ -64,8 +64,11 @@ class SavedCases:
             (check.key, case.index): case for check in saved.checks for case in check.cases
         }
 
-    async def case_counts(self, checks: Sequence[Check]) -> dict[str, int | None]:
-        return {c.key: len(t.cases) if (t := self.task.checks.get(c.key)) else 0 for c in checks}
+    async def begin(self, plan: Sequence[Check]) -> dict[str, int | None]:
+        return {c.key: len(t.cases) if (t := self.task.checks.get(c.key)) else 0 for c in plan}
+
+    async def tree_changed(self) -> bool:
+        return False  # the saved logs are the grade's one tree
 
     async def run_case(self, check: Check, index: int) -> CaseRun:
         saved = self.cases.get((check.key, index))

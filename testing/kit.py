@@ -82,7 +82,7 @@ class TaskHandle:
     def _with_daemon(self, level: int | None, job: Callable[[Daemon], Awaitable[T]]) -> T:
         """Run `job` against a daemon of this task at `level`, made for the run alone."""
 
-        from ssebench.core.daemons.door import choose_isolation, runner_copy
+        from ssebench.core.daemons.door import ServiceConfig, choose_isolation, runner_copy
         from ssebench.core.daemons.inprocess import local_daemon
 
         mechanism = choose_isolation(self.isolation)
@@ -90,12 +90,13 @@ class TaskHandle:
             self._tree = runner_copy(self.source)
             weakref.finalize(self, self._tree.close)
         self._tree.sync()  # what the test changed in the task's tree since the last call
+        task = load_task(self.path, self.registry.checks)
+        config = ServiceConfig(
+            task, self.registry, level, mechanism, log_dir=self.log_dir, tree=self._tree.path
+        )
 
         async def main() -> T:
-            async with local_daemon(
-                self.path, self.registry, level, mechanism=mechanism, log_dir=self.log_dir,
-                tree=self._tree.path,
-            ) as daemon:  # fmt: skip
+            async with local_daemon(config) as daemon:
                 return await job(daemon)
 
         return asyncio.run(main())

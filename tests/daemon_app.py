@@ -10,11 +10,12 @@ from starlette.applications import Starlette
 from ssebench.core.daemons.inprocess import open_service
 from ssebench.core.registry import Registry
 from ssebench.daemon.app import http_app
+from ssebench.daemon.config import ServiceConfig
 from ssebench.daemon.task import Task
 
 
 def create_app(
     task: Task, registry: Registry, level: int | None, *, allowed_hosts: Any = (), **options: Any
 ) -> Starlette:
-    service = open_service(task, registry, level, **options)
+    service = open_service(ServiceConfig(task, registry, level, **options))
     return http_app(service, allowed_hosts=allowed_hosts, owned=True)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from ssebench.core.cli.requests import Basis, GradePatchRequest
 from ssebench.core.cli.root import Root
-from ssebench.core.daemons.door import NONE, load_task
+from ssebench.core.daemons.door import is_confined, load_task
 from ssebench.core.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ def grader_for(backend: str, basis: Basis, root: Root) -> Callable[[Path], str |
     graded unconfined, or in an image rebuilt under the same tag, is graded again. Which
     mechanism confined it is not part of it: the shards of one run may run on machines that
     confine differently (Landlock in a pod, bubblewrap on the host that merges)."""
-    how = "unconfined" if basis.isolation == NONE else "confined"
+    how = "confined" if is_confined(basis.isolation) else "unconfined"
     if backend != "docker":
         return lambda folder: f"locally, {how}"
 

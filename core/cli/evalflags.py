@@ -7,10 +7,11 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ssebench.core.cli.flagrules import TableNames, checked, table_help
+from ssebench.core.cli.flagrules import TableHelp, TableNames, checked, table_help
 from ssebench.core.settings import positive_seconds
 
-ISOLATIONS = ("auto", "bubblewrap", "landlock")
+ISOLATIONS = TableNames("ssebench.core.daemons.door", "choices")
+ISOLATION_HELP = TableHelp("ssebench.core.daemons.door", "isolation_help")
 BACKENDS = TableNames("ssebench.evaluate.backends", "BACKENDS")
 FORMATS = TableNames("ssebench.evaluate.importers", "FORMATS")
 SECB_MODES = TableNames("ssebench.evaluate.importers", "SECB_MODES")
@@ -187,7 +188,7 @@ def isolation_flags(cmd: argparse.ArgumentParser) -> None:
         "--isolation",
         choices=ISOLATIONS,
         default="auto",
-        help="how each case is confined (default auto: the strongest this machine allows)",
+        help=ISOLATION_HELP,
     )
     which.add_argument(
         "--no-isolation",

@@ -69,14 +69,17 @@ def checked(check: Callable[[str], T]) -> Callable[[str], T]:
 class TableNames:
     """A table's names as a flag's choices, its module loaded only when argparse asks (a value
     given to that flag, its help shown): the evaluator's tables (evaluate/) stay out of the
-    commands that never use them, `serve` first of all."""
+    commands that never use them, `serve` first of all. `name` is the names, or a function
+    that gives them as the table is when asked."""
 
     def __init__(self, module: str, name: str) -> None:
         self.module, self.name = module, name
 
     def _names(self) -> Collection[str]:
-        names: Collection[str] = getattr(importlib.import_module(self.module), self.name)
-        return names
+        found: Collection[str] | Callable[[], Collection[str]] = getattr(
+            importlib.import_module(self.module), self.name
+        )
+        return found() if callable(found) else found
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._names())
@@ -101,3 +104,20 @@ def table_help(module: str, name: str, describe: Callable[[Any], str]) -> type[a
             self._text = text or ""
 
     return TableHelp
+
+
+class TableHelp(str):
+    """A flag's help made by a table's function, its module loaded only when the help is shown
+    (argparse formats a help with `%`): as TableNames, for the tables below the command line."""
+
+    module: str
+    function: str
+
+    def __new__(cls, module: str, function: str) -> TableHelp:
+        made = super().__new__(cls, f"(see {module}.{function})")
+        made.module, made.function = module, function
+        return made
+
+    def __mod__(self, params: object) -> str:
+        made: Callable[[], str] = getattr(importlib.import_module(self.module), self.function)
+        return made() % params

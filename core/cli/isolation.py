@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from ssebench.core.daemons.door import NONE, Mechanism
+from ssebench.core.daemons.door import Mechanism, is_confined
 
 UNCONFINED_WARNING = (
     "isolation is off (--no-isolation): the agent's build, tests and PoCs can read every file "
@@ -18,7 +18,7 @@ def announce(mechanism: Mechanism | None, *, quiet: bool = False) -> None:
     Servers say it once their ports are theirs, so a port in use stays the only line."""
     if mechanism is None:
         return
-    if mechanism.name == NONE:
+    if not is_confined(mechanism):
         print(f"ssebench: warning: {UNCONFINED_WARNING}", file=sys.stderr, flush=True)
     elif not quiet:
         print(f"ssebench: isolation: {mechanism.description}", file=sys.stderr, flush=True)

@@ -23,6 +23,7 @@ from ssebench.core.cli.isolation import announce
 from ssebench.core.cli.requests import Basis
 from ssebench.core.daemons.door import (
     Mechanism,
+    ServiceConfig,
     Task,
     adopt_isolation,
     choose_isolation,
@@ -121,6 +122,22 @@ class Root:
             announce(self.mechanism(), quiet=quiet)
             self._announced = True
 
+    def service_config(
+        self, level: int | None, tree: Path | None = None, take_over: bool = False
+    ) -> ServiceConfig:
+        """The case service's one configuration value, for the task at `level`."""
+        assert self.task is not None
+        return ServiceConfig(
+            task=self.task,
+            registry=self.registry,
+            level=level,
+            mechanism=self.mechanism(),
+            log_dir=self.settings.log_dir,
+            case_user=self.basis.case_user,
+            tree=tree,
+            take_over=take_over,
+        )
+
     @contextlib.asynccontextmanager
     async def open_daemon(
         self,
@@ -138,16 +155,7 @@ class Root:
         if self.task is not None:
             from ssebench.core.daemons.inprocess import local_daemon
 
-            async with local_daemon(
-                self.task,
-                self.registry,
-                level,
-                mechanism=self.mechanism(),
-                log_dir=self.settings.log_dir,
-                case_user=self.basis.case_user,
-                tree=tree,
-                take_over=take_over,
-            ) as service:
+            async with local_daemon(self.service_config(level, tree, take_over)) as service:
                 yield service
             return
         from ssebench.core.daemons.connect import open_daemon as connect

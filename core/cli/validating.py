@@ -128,18 +128,8 @@ def outcome_of(grade: PatchGrade, registry: Registry, task: Task) -> Outcome:
         if check is None:
             raise ConfigError(f"the grade in the image names a check not here: {verdict.key}")
         table = task.checks.get(verdict.key)
-        cases = tuple(
-            CaseRun(
-                case.exit_code,
-                case.signal,
-                case.timed_out,
-                case.seconds,
-                key=verdict.key,
-                index=case.index,
-                passed=case.passed,
-            )
-            for case in verdict.cases
-        )
+        # The grade's JSON holds the record's own fields: read back into it, not copied.
+        cases = tuple(CaseRun(**case.model_dump(), key=verdict.key) for case in verdict.cases)
         total = len(table.cases) if table is not None else 0
         outcomes.append(CheckOutcome(check, _STATUS[verdict.status], total, cases))
     return Outcome(None, tuple(outcomes), ())

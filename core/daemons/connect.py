@@ -197,20 +197,23 @@ class DaemonConnection:
         assert self.found is not None
         return self.found
 
-    async def case_counts(self, checks: Sequence[Check]) -> dict[str, int | None]:
+    async def begin(self, plan: Sequence[Check]) -> dict[str, int | None]:
         daemon = await self.connect()
         if self._warn_at_first_call:
             self._warn_at_first_call = False
-            names = self.unsupported(checks)
+            names = self.unsupported(plan)
             if names:
                 log.warning("%s", unsupported_warning(names))
-        return await daemon.case_counts(checks)
+        return await daemon.begin(plan)
 
     async def run_case(self, check: Check, index: int) -> CaseRun:
         return await (await self.connect()).run_case(check, index)
 
     async def open_log(self, case: CaseRun) -> LogSource:
         return await (await self.connect()).open_log(case)
+
+    async def tree_changed(self) -> bool:
+        return await (await self.connect()).tree_changed()
 
 
 @contextlib.asynccontextmanager

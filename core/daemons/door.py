@@ -12,8 +12,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ssebench.core.errors import ConfigError
-from ssebench.daemon.cases import log_owner
-from ssebench.daemon.confine.choice import NONE, available, choose, choosing
+from ssebench.daemon.config import ServiceConfig
+from ssebench.daemon.confine.choice import (
+    NONE,
+    available,
+    choices,
+    choose,
+    choosing,
+    is_confined,
+    isolation_help,
+)
 from ssebench.daemon.confine.mechanism import IsolationError, Mechanism
 from ssebench.daemon.confine.policy import SYSTEM
 from ssebench.daemon.confine.user import CaseUserError, case_user, own_user, protect_self
@@ -21,6 +29,7 @@ from ssebench.daemon.guard import make_folder, remove_folder
 from ssebench.daemon.protect import unmatched_globs
 from ssebench.daemon.runnercopy import RunnerCopy
 from ssebench.daemon.scratch import copy_tree, patched_copy, read_patch
+from ssebench.daemon.spool import log_owner
 from ssebench.daemon.task import IMAGE, Task, load_task
 from ssebench.daemon.withheld import kept_from_agent
 from ssebench.daemon.withheld import recover as recover_withheld
@@ -30,12 +39,16 @@ __all__ = [
     "NONE",
     "SYSTEM",
     "Mechanism",
+    "ServiceConfig",
     "Task",
     "adopt_isolation",
     "available",
+    "choices",
     "choose",
     "choose_isolation",
     "copy_tree",
+    "is_confined",
+    "isolation_help",
     "kept_from_agent",
     "load_task",
     "log_owner",
@@ -67,7 +80,7 @@ def start_isolation(requested: str, user: str | None = None) -> Callable[[], Mec
     """`choose_isolation`, begun: its probe case runs while the caller goes on; calling the
     result ends it, with the same mechanism or one-line error."""
     with _one_line():
-        chosen = choosing(requested, own_user() if requested == NONE else case_user(user))
+        chosen = choosing(requested, case_user(user) if is_confined(requested) else own_user())
 
     def finish() -> Mechanism:
         with _one_line():

@@ -9,61 +9,23 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Sequence
-from pathlib import Path
 
 from starlette.types import ASGIApp
 
-from ssebench.core.registry import Registry
-from ssebench.daemon.confine.mechanism import Mechanism
+from ssebench.daemon.config import ServiceConfig
 from ssebench.daemon.service import CaseService
-from ssebench.daemon.task import Task, load_task
 
 
-def open_service(
-    task: Task,
-    registry: Registry,
-    level: int | None,
-    *,
-    spool: Path | None = None,
-    mechanism: Mechanism | None = None,
-    log_dir: Path | None = None,
-    log_limit: int | None = None,
-    case_user: str | None = None,
-    tree: Path | None = None,
-    take_over: bool = False,
-) -> CaseService:
-    """The one place a daemon is made: the case service for `task` at `level` (the caller
-    closes it). `spool` given is the caller's; else the service makes (and removes) its own.
-    `tree`: a grade's scratch copy of the task's tree, run on as it is; `take_over`: the
-    daemon owns its fresh container (the task's writable folders are taken as they are)."""
-    limit = {} if log_limit is None else {"log_limit": log_limit}
-    return CaseService(
-        task, registry, level, spool=spool, mechanism=mechanism, log_dir=log_dir,
-        case_user=case_user, tree=tree, take_over=take_over, **limit,
-    )  # fmt: skip
+def open_service(config: ServiceConfig) -> CaseService:
+    """The one place a daemon is made: the case service `config` describes (the caller closes
+    it)."""
+    return CaseService(config)
 
 
 @contextlib.asynccontextmanager
-async def local_daemon(
-    task: Task | Path,
-    registry: Registry,
-    level: int | None,
-    *,
-    mechanism: Mechanism | None = None,
-    log_dir: Path | None = None,
-    case_user: str | None = None,
-    tree: Path | None = None,
-    take_over: bool = False,
-) -> AsyncIterator[CaseService]:
-    """The case service for `task` (a loaded task, or the path of one) at `level`, its cases
-    confined by `mechanism`, run as `case_user` and never seeing `log_dir`; closed
-    afterwards."""
-    if isinstance(task, Path):
-        task = load_task(task, registry.checks)
-    service = open_service(
-        task, registry, level, mechanism=mechanism, log_dir=log_dir, case_user=case_user,
-        tree=tree, take_over=take_over,
-    )  # fmt: skip
+async def local_daemon(config: ServiceConfig) -> AsyncIterator[CaseService]:
+    """The case service `config` describes, closed afterwards."""
+    service = open_service(config)
     try:
         yield service
     finally:

@@ -6,12 +6,12 @@ from collections.abc import Iterator, Sequence
 
 import httpx
 
-from ssebench.core.case import CaseRun, case_from_wire
+from ssebench.core.case import CaseRun
 from ssebench.core.check import Check
 from ssebench.core.daemons.base import HttpApi, Timeouts, describe_error
 from ssebench.core.errors import DaemonError
 from ssebench.core.logsource import LogSource
-from ssebench.core.protocol import API_PREFIX, CheckList, Health
+from ssebench.core.protocol import API_PREFIX, CallAnswer, CallState, Health, case_from_wire
 
 DEFAULT_CASE_TIMEOUT = 3600.0  # what the daemon gives a case whose task sets no timeout
 
@@ -34,30 +34,44 @@ class HttpDaemon(HttpApi):
         super().__init__(client, timeouts=timeouts)
         self.blocking = blocking
         self.case_timeouts: dict[str, float] = {}
+        self.call = ""  # the call begun last: its runs name it
 
     async def health(self) -> Health:
         return await self.query("GET", f"{API_PREFIX}/health", Health.model_validate_json)
 
-    async def case_counts(self, checks: Sequence[Check]) -> dict[str, int | None]:
-        listed = await self.query("GET", f"{API_PREFIX}/checks", CheckList.model_validate_json)
-        infos = {info.key: info for info in listed.checks}
-        self.case_timeouts = {key: info.timeout for key, info in infos.items()}
-        missing = [check.key for check in checks if check.key not in infos]
+    async def begin(self, plan: Sequence[Check]) -> dict[str, int | None]:
+        keys = [check.key for check in plan]
+        answer = await self.query(
+            "POST", f"{API_PREFIX}/calls", CallAnswer.model_validate_json, json={"checks": keys}
+        )
+        infos = {info.key: info for info in answer.checks}
+        missing = [key for key in keys if key not in infos]
         if missing:
             # Our level rules already ran: a check we ask for that the daemon withholds means
             # the two disagree on the level, or on the plugins installed.
             raise DaemonError(f"the daemon does not offer {', '.join(missing)}")
-        return {check.key: infos[check.key].cases for check in checks}
+        self.case_timeouts = {key: info.timeout for key, info in infos.items()}
+        self.call = answer.call
+        return {key: infos[key].cases for key in keys}
 
     async def run_case(self, check: Check, index: int) -> CaseRun:
         path = f"{API_PREFIX}/checks/{check.key}/cases/{index}/run"
         limit = self.case_timeouts.get(check.key, DEFAULT_CASE_TIMEOUT)
         case = await self.query(
-            "POST", path, case_from_wire, timeout=limit + self.timeouts.run_margin
+            "POST",
+            f"{path}?call={self.call}" if self.call else path,
+            case_from_wire,
+            timeout=limit + self.timeouts.run_margin,
         )
         if case.key != check.key or case.index != index:
             raise DaemonError(f"POST {path}: answered for {case.key} case {case.index}")
         return case
+
+    async def tree_changed(self) -> bool:
+        if not self.call:
+            return False
+        path = f"{API_PREFIX}/calls/{self.call}"
+        return (await self.query("GET", path, CallState.model_validate_json)).changed
 
     async def open_log(self, case: CaseRun) -> LogSource:
         return HttpLog(self, f"{API_PREFIX}/logs/{case.log_id}", case.log_size)

@@ -107,7 +107,7 @@ class UpstreamDaemon(HttpApi):
         self.prepared = False
         self.run_timeout = run_timeout
         self.pocs: list[str] = []
-        # Only the current run's logs: a run starts with case_counts, which drops the older ones.
+        # Only the current run's logs: a run starts with begin, which drops the older ones.
         self.logs: dict[str, bytes] = {}
 
     def explain(self, status: int, path: str) -> str:
@@ -117,7 +117,9 @@ class UpstreamDaemon(HttpApi):
             return AGENT_FACING
         return WITHHELD if path.startswith("/tool/") else ""
 
-    async def case_counts(self, checks: Sequence[Check]) -> dict[str, int | None]:
+    async def begin(self, plan: Sequence[Check]) -> dict[str, int | None]:
+        """Cases per check; the upstream daemon runs each on the tree as it is then (its API
+        has no call to take the tree once)."""
         self.logs.clear()
         if self.grading and not self.prepared:
             await self._prepare()
@@ -128,7 +130,7 @@ class UpstreamDaemon(HttpApi):
             "intent": caps.has_intent_test,
         }
         counts: dict[str, int | None] = {}
-        for check in checks:
+        for check in plan:
             if check.key == "pocs":
                 counts[check.key] = len(await self._list_pocs(caps))
             elif check.key in single:
@@ -212,6 +214,9 @@ class UpstreamDaemon(HttpApi):
         if text is None:
             raise DaemonError(f"no log {case.log_id}: only the current run's logs are kept")
         return BytesLog(text)
+
+    async def tree_changed(self) -> bool:
+        return False  # it cannot tell
 
 
 def _utf8(text: str) -> bytes:

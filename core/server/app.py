@@ -46,11 +46,12 @@ OnCall = Callable[[str, float, float], None]
 UNWIND_SECONDS = 5.0
 ANNOTATIONS = ToolAnnotations(
     title="Test the patch",
-    # A build writes its outputs (objects, binaries) into the agent's tree, so not read-only.
+    # It saves long logs (MCP_LOG_DIR) and refreshes the daemon's copy of the tree, where the
+    # build writes; the agent's tree it only reads (docs/clients.md says so, a test holds it).
     read_only_hint=False,
-    # It adds or refreshes build outputs; it never deletes or reverts the agent's changes.
+    # It never writes, deletes or reverts the agent's files; it removes only its own old logs.
     destructive_hint=False,
-    # A second call on the same tree rebuilds the same outputs: no further effect.
+    # A second call on the same tree gives the same report and state: no further effect.
     idempotent_hint=True,
     # It works on this machine's tree through the task's daemon, nothing outside.
     open_world_hint=False,

@@ -19,6 +19,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from ssebench.core.case import CaseRun
 from ssebench.daemon.confine.disk import FLOOR
 from ssebench.daemon.confine.mechanism import Mechanism
 from ssebench.daemon.confine.policy import CaseUser, Policy
@@ -102,17 +103,14 @@ class Failed:
 
 @dataclass(frozen=True)
 class Ended:
-    """The case's shell ended and everything it started was killed; `killed` counts those
-    processes, `dropped` the bytes of output past the log's limit. `fault` says why the case
-    says nothing of the patch (a full disk, a log that could not be written): an error of the
+    """The case's shell ended and everything it started was killed: `case` is its record
+    (core/case.py), made here, which the layers above extend. `fault` says why the case says
+    nothing of the patch (a full disk, a log that could not be written): an error of the
     machine, never a verdict."""
 
     op: ClassVar[str] = "ended"
     id: str
-    exit_code: int | None
-    signal: int | None
-    killed: int
-    dropped: int
+    case: CaseRun
     fault: str = ""
 
 

@@ -1,4 +1,5 @@
-"""The door into the trusted core: a command and a policy in, one end-of-case record out.
+"""The door into the trusted core: a command and a policy in, one end-of-case record out (the
+case's `CaseRun`, made by the supervisor).
 
 `Runner.run` runs one case, `bash -c`, through the daemon's case supervisor (supervisor.py):
 a separate process, started at the first case and ended with the daemon, that starts each
@@ -18,13 +19,13 @@ import os
 import socket
 import subprocess
 import sys
-import time
 import uuid
 import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 
+from ssebench.core.case import CaseRun
 from ssebench.daemon.confine.answers import Answers
 from ssebench.daemon.confine.disk import FLOOR
 from ssebench.daemon.confine.mechanism import Mechanism
@@ -56,19 +57,6 @@ SUPERVISOR = [sys.executable, "-I", "-m", "ssebench.daemon.confine.supervisor"]
 class RunnerError(Exception):
     """The command could not be started at all, or the machine failed it (a full disk): an
     internal failure, not the check failing."""
-
-
-@dataclass(frozen=True)
-class CaseEnd:
-    """How one case ended: by exit code or signal, in its time or not; `killed` processes it
-    left behind, `dropped` bytes of its output past the log's limit."""
-
-    exit_code: int | None
-    signal: int | None
-    timed_out: bool
-    seconds: float
-    killed: int = 0
-    dropped: int = 0
 
 
 class Runner:
@@ -109,11 +97,11 @@ class Runner:
         log_path: Path,
         case_dir: Path,
         reads: tuple[str, ...] = (),
-    ) -> CaseEnd:
+    ) -> CaseRun:
         """Run `command` under `policy` with `case_dir` its own folder; on timeout or
         cancellation the case is stopped, and at its end whatever it left running is killed,
-        wherever it went. RunnerError when it could not start, or the machine failed it."""
-        started = time.monotonic()
+        wherever it went. Its record as the supervisor made it, with whether it timed out.
+        RunnerError when it could not start, or the machine failed it."""
         case_id = uuid.uuid4().hex
         if not os.path.isdir(cwd):  # said here: the case's shell already waits in its sandbox
             raise RunnerError(f"cannot start {command!r} in {cwd}: {_missing(cwd)}")
@@ -139,8 +127,7 @@ class Runner:
             self._ended.pop(case_id)
         if end.fault:
             raise RunnerError(end.fault)
-        seconds = round(time.monotonic() - started, 3)
-        return CaseEnd(end.exit_code, end.signal, timed_out, seconds, end.killed, end.dropped)
+        return replace(end.case, timed_out=True) if timed_out else end.case
 
     async def prepare(self, coming: Sequence[tuple[Policy, Path]]) -> None:
         """Have the coming cases' sandboxes made while nothing runs (pool.py), in the order of

@@ -16,6 +16,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 
+from ssebench.core.case import CaseRun
 from ssebench.daemon.confine import leftovers
 from ssebench.daemon.confine import messages as wire
 from ssebench.daemon.confine.broker import Broker
@@ -68,6 +69,7 @@ class Case:
     # The last look at its processes, memory and disk: the first a tick after its start
     # (most cases are over by then).
     checked_at: float = field(default_factory=time.monotonic)
+    started: float = field(default_factory=time.monotonic)  # when its command was given
 
     def over_limits(self, count: int, memory: int) -> tuple[str, str]:
         """(the limit it went over, why the machine failed it), each "" when not, given the
@@ -186,7 +188,9 @@ class Case:
         if self.reports is not None:
             self.reports.close()
         code, signum = exit_status(self.status or 0)
-        return wire.Ended(self.id, code, signum, self.killed, self.dropped, self.fault)
+        seconds = round(time.monotonic() - self.started, 3)
+        case = CaseRun(code, signum, False, seconds, killed=self.killed, dropped=self.dropped)
+        return wire.Ended(self.id, case, self.fault)
 
 
 def readable_fds(fds: list[int], timeout: float) -> set[int]:

@@ -129,10 +129,31 @@ def test_a_5000_character_source(run_cli: Run, tmp_path: Path) -> None:
     )
 
 
-@pytest.mark.parametrize(
-    "args", [["plugins"], ["mcp-config", "codex"], ["check", "--task", "."], ["grade"]]
-)
+# Each command with arguments that parse (README: "Every command checks every setting").
+EVERY_COMMAND = {
+    "check": ["--task", "."],
+    "grade": [],
+    "validate": ["--task", "."],
+    "plugins": [],
+    "import": ["upstream", ".", "--out", "{tmp}/out"],
+    "new": ["{tmp}/new-task"],
+    "daemon": ["--task", "."],
+    "serve": [],
+    "run": ["true"],
+    "mcp-config": ["codex"],
+}
+
+
+def test_the_list_holds_every_command() -> None:
+    from ssebench.core.cli.parser import build_parser
+
+    commands = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    assert sorted(EVERY_COMMAND) == sorted(commands)
+
+
+@pytest.mark.parametrize("args", [[name, *rest] for name, rest in EVERY_COMMAND.items()])
 def test_every_command_refuses_a_bad_setting(run_cli: Run, tmp_path: Path, args: list[str]) -> None:
+    args = [arg.format(tmp=tmp_path) for arg in args]
     done = run_cli(*args, env=clean_env(tmp_path, SSE_DIFFICULTY="02"))
     refused(done, "ssebench: error: SSE_DIFFICULTY must be one of 0, 1, 2, 3, 4 (got '02')")
     done = run_cli(*args, env=clean_env(tmp_path, SSE_PROGRESS_INTERVAL="nan"))
@@ -140,6 +161,16 @@ def test_every_command_refuses_a_bad_setting(run_cli: Run, tmp_path: Path, args:
         done,
         "ssebench: error: SSE_PROGRESS_INTERVAL: must be a positive number of seconds (got 'nan')",
     )
+    assert not (tmp_path / "out").exists() and not (tmp_path / "new-task").exists()
+
+
+@pytest.mark.parametrize("args", [["--version"], ["--help"], [], ["check", "--help"]])
+def test_only_printing_what_ssebench_is_checks_no_setting(
+    run_cli: Run, tmp_path: Path, args: list[str]
+) -> None:
+    done = run_cli(*args, env=clean_env(tmp_path, SSE_DIFFICULTY="02"))
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == run_cli(*args, env=clean_env(tmp_path)).stdout != ""
 
 
 @pytest.mark.parametrize("value", ["0", "-5", "inf", "nan", "soon"])

@@ -1,6 +1,7 @@
 """The trusted core with real cases: what a confined case can and cannot do, with every mechanism
-this machine has, through the daemon's `Cases` (a supervisor process, the case under bubblewrap
-or Landlock as a user of its own, the processes it leaves behind looked up in /proc afterwards).
+this machine has, through the daemon's case service (a supervisor process, the case under
+bubblewrap or Landlock as a user of its own, the processes it leaves behind looked up in /proc
+afterwards).
 """
 
 from __future__ import annotations
@@ -17,16 +18,16 @@ from pathlib import Path
 
 import pytest
 
-from ssebench.core.daemons.door import available, choose_isolation
-from ssebench.daemon.cases import Cases
+from ssebench.core.case import CaseRun
+from ssebench.core.daemons.door import ServiceConfig, available, choose_isolation
+from ssebench.core.daemons.inprocess import open_service
+from ssebench.core.registry import build_registry
 from ssebench.daemon.confine.procfs import processes
-from ssebench.daemon.confine.runner import CaseEnd
 from ssebench.daemon.confine.user import case_user
 from ssebench.daemon.guard import make_folder, private_parent, remove_folder
+from ssebench.daemon.service import CaseService
 from ssebench.daemon.task import load_task
-from ssebench.plugins.build import BUILD
-from ssebench.plugins.intent import INTENT
-from ssebench.plugins.poc import POCS
+from ssebench.plugins import build, intent, poc
 from ssebench.testing.procs import alive, commands
 from ssebench.testing.waiting import wait_for_async
 
@@ -44,6 +45,9 @@ cases = ["cat $SSE_TASK_DIR/pocs/one.bin"]
 """
 
 
+REGISTRY = build_registry(plugins=[build, poc, intent], use_entry_points=False)
+
+
 def write_task(root: Path, toml: str) -> Path:
     (root / "src").mkdir(parents=True)
     (root / "pocs").mkdir()
@@ -54,18 +58,25 @@ def write_task(root: Path, toml: str) -> Path:
     return root
 
 
+def open_cases(tmp: Path, mechanism: str, toml: str = TOML, **options: object) -> CaseService:
+    """A case service of the task `toml` describes (every check, as the evaluator's), its
+    cases confined by `mechanism`."""
+    task = load_task(write_task(tmp, toml), REGISTRY.checks)
+    how = choose_isolation(mechanism)
+    return open_service(ServiceConfig(task, REGISTRY, None, how, **options))  # type: ignore[arg-type]
+
+
 def run_case(
     tmp: Path, mechanism: str, command: str, check: str = "build", **options: object
-) -> tuple[CaseEnd, str, Path]:
+) -> tuple[CaseRun, str, Path]:
     """One case; its end, its log, and a copy of what its tree held afterwards (the runner
     copy goes with the daemon)."""
-    task = load_task(write_task(tmp, TOML), [BUILD, POCS, INTENT])
-    cases = Cases(task, [BUILD, POCS], mechanism=choose_isolation(mechanism), **options)  # type: ignore[arg-type]
+    cases = open_cases(tmp, mechanism, **options)
     log = tmp / "case.log"
     kept = tmp / "tree-after"
     try:
-        end = asyncio.run(cases.sync_and_run(command, check, timeout=20, log_path=log))
-        os.system(f"cp -a {cases.copy.path} {kept}")
+        end = asyncio.run(cases.run_command(check, command, timeout=20, log_path=log))
+        os.system(f"cp -a {cases.place.copy.path} {kept}")
     finally:
         cases.close()
     return end, log.read_text(errors="replace"), kept
@@ -82,10 +93,10 @@ def escapes(nonce: str) -> str:
     )
 
 
-def standbys(cases: Cases) -> list[int]:
+def standbys(cases: CaseService) -> list[int]:
     """The sandboxes made ahead that wait for their command: the supervisor's live children."""
-    assert cases.runner._proc is not None
-    supervisor = cases.runner._proc.pid
+    assert cases.place.runner._proc is not None
+    supervisor = cases.place.runner._proc.pid
     return [p.pid for p in processes() if p.ppid == supervisor and p.alive]
 
 
@@ -155,27 +166,27 @@ def test_what_a_confined_case_can_and_cannot_do(tmp_path: Path, mechanism: str) 
 def test_a_supervisor_killed_from_outside_fails_its_case_and_is_started_again(
     tmp_path: Path,
 ) -> None:
-    task = load_task(write_task(tmp_path, TOML), [BUILD, POCS, INTENT])
-    cases = Cases(task, [BUILD], mechanism=choose_isolation("none"))
+    cases = open_cases(tmp_path, "none")
+    runner = cases.place.runner
 
     async def scenario() -> list[str]:
         seen = []
-        first = await cases.sync_and_run("echo one", "build", timeout=10,
-                                         log_path=tmp_path / "1.log")  # fmt: skip
+        first = await cases.run_command("build", "echo one", timeout=10,
+                                        log_path=tmp_path / "1.log")  # fmt: skip
         seen.append(f"first {first.exit_code}")
         running = asyncio.create_task(
-            cases.sync_and_run("echo $$ > pid; exec sleep 30", "build", timeout=60,
-                               log_path=tmp_path / "2")
+            cases.run_command("build", "echo $$ > pid; exec sleep 30", timeout=60,
+                              log_path=tmp_path / "2")
         )  # fmt: skip
         await wait_for_async(lambda: case_pid(cases), 20, "the case's pid")
-        assert cases.runner._proc is not None
-        cases.runner._proc.kill()  # as root outside the case could
+        assert runner._proc is not None
+        runner._proc.kill()  # as root outside the case could
         try:
             await running
         except Exception as exc:
             seen.append(f"{type(exc).__name__}: {exc}")
-        again = await cases.sync_and_run("echo three", "build", timeout=10,
-                                         log_path=tmp_path / "3.log")  # fmt: skip
+        again = await cases.run_command("build", "echo three", timeout=10,
+                                        log_path=tmp_path / "3.log")  # fmt: skip
         seen.append(f"again {again.exit_code} {(tmp_path / '3.log').read_text().strip()}")
         return seen
 
@@ -196,9 +207,10 @@ def test_a_supervisor_killed_from_outside_fails_its_case_and_is_started_again(
                 os.kill(pid, signal.SIGKILL)
 
 
-def case_pid(cases: Cases) -> int | None:
+def case_pid(cases: CaseService) -> int | None:
     """The pid a case wrote into its tree (unconfined, it is the machine's), once written."""
-    text = (cases.copy.path / "pid").read_text() if (cases.copy.path / "pid").exists() else ""
+    pid = cases.place.copy.path / "pid"
+    text = pid.read_text() if pid.exists() else ""
     return int(text) if text.strip().isdigit() else None
 
 
@@ -206,17 +218,13 @@ def case_pid(cases: Cases) -> int | None:
 def test_another_daemons_folders_stay_out_of_reach_even_made_later(
     tmp_path: Path, mechanism: str
 ) -> None:
-    task = load_task(write_task(tmp_path, TOML), [BUILD, POCS, INTENT])
-    cases = Cases(task, [BUILD], mechanism=choose_isolation(mechanism))
+    cases = open_cases(tmp_path, mechanism)
     other = make_folder("ssebench-logs-")  # another daemon's spool, made after ours
     try:
         (other / "log").write_text("MARK-OTHER-SPOOL\n")
         log = tmp_path / "case.log"
-        asyncio.run(
-            cases.sync_and_run(
-                f"cat {other}/log; ls {other.parent}", "build", timeout=10, log_path=log
-            )
-        )
+        look = f"cat {other}/log; ls {other.parent}"
+        asyncio.run(cases.run_command("build", look, timeout=10, log_path=log))
         assert "MARK-OTHER-SPOOL" not in log.read_text()
         assert other.name not in log.read_text().splitlines()  # not in the listing
     finally:
@@ -233,8 +241,7 @@ def test_a_prepared_sandbox_serves_one_case_of_its_check_and_leaves_it_nothing(
     one sees what a case started cold sees, its own check's files alone, a folder of its own,
     and nothing of the waiting shell (no variable, no descriptor); a guess waits until the
     daemon guesses otherwise, then goes with its folder."""
-    task = load_task(write_task(tmp_path, TOML), [BUILD, POCS, INTENT])
-    cases = Cases(task, [BUILD, POCS], mechanism=choose_isolation(mechanism))
+    cases = open_cases(tmp_path, mechanism)
     look = (
         # the shell's descriptors listed by a child of its own, no pipe of the shell's open
         'ls /proc/$$/fd > "$TMPDIR/fds"; echo $(cat "$TMPDIR/fds"); '
@@ -250,14 +257,15 @@ def test_a_prepared_sandbox_serves_one_case_of_its_check_and_leaves_it_nothing(
                 await cases.prepare([guess])
                 await wait_for_async(lambda: standbys(cases), 10, "the prepared sandbox")
             log = tmp_path / "case.log"
-            end = await cases.sync_and_run(look, check, timeout=20, log_path=log)
+            end = await cases.run_command(check, look, timeout=20, log_path=log)
             assert end.exit_code == 0, log.read_text()
             seen.append(log.read_text().splitlines())
         # The last guess (build), its case still expected (unconfined, made again after the
         # case it did not serve: pool.py).
         waiting = await wait_for_async(lambda: standbys(cases), 10, "the last guess")
         await cases.prepare([])  # none is: it goes, and its folder
-        gone = (lambda: not standbys(cases) and not list(cases.root.iterdir()), 10, "none left")
+        folders = cases.place.folders.root
+        gone = (lambda: not standbys(cases) and not list(folders.iterdir()), 10, "none left")
         await wait_for_async(*gone)
         return seen, waiting
 
@@ -276,19 +284,17 @@ def test_a_prepared_sandbox_serves_one_case_of_its_check_and_leaves_it_nothing(
 
 
 def test_a_prepared_sandbox_killed_while_waiting_is_made_again(tmp_path: Path) -> None:
-    task = load_task(write_task(tmp_path, TOML), [BUILD, POCS, INTENT])
-    cases = Cases(task, [BUILD], mechanism=choose_isolation(MECHANISMS[-1]))
+    cases = open_cases(tmp_path, MECHANISMS[-1])
     log = tmp_path / "case.log"
 
-    async def scenario() -> CaseEnd:
-        await cases.sync_and_run("true", "build", timeout=20, log_path=log)
+    async def scenario() -> CaseRun:
+        await cases.run_command("build", "true", timeout=20, log_path=log)
         await cases.prepare(["build"])
-        assert cases.runner._proc is not None
         waiting = await wait_for_async(lambda: standbys(cases), 10, "the prepared sandbox")
         for pid in waiting:  # as the OOM killer, or root outside, could
             os.kill(pid, 9)
         await asyncio.sleep(0.3)
-        return await cases.sync_and_run("echo ran", "build", timeout=20, log_path=log)
+        return await cases.run_command("build", "echo ran", timeout=20, log_path=log)
 
     try:
         end = asyncio.run(scenario())

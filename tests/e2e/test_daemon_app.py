@@ -17,8 +17,9 @@ import pytest
 from daemon_app import create_app
 from unit.test_daemon_app import BASE, REGISTRY, make_task, run_app
 
+from ssebench.core.daemons.door import ServiceConfig
+from ssebench.core.daemons.inprocess import open_service
 from ssebench.daemon.app import http_app
-from ssebench.daemon.service import CaseService
 from ssebench.testing.procs import wait_group_gone
 from ssebench.testing.servers import serving_app
 
@@ -226,9 +227,9 @@ def test_the_evaluator_level_runs_every_check(tmp_path: Path) -> None:
 
 def test_without_a_spool_the_app_owns_a_temporary_one(tmp_path: Path) -> None:
     task = make_task(tmp_path)
-    service = CaseService(task, REGISTRY, 2)
+    service = open_service(ServiceConfig(task, REGISTRY, 2))
     app = http_app(service, owned=True)
-    spool = service.spool
+    spool = service.place.spool.folder
 
     async def main() -> bytes:
         async with app.router.lifespan_context(app):
@@ -296,3 +297,59 @@ def test_a_queued_run_whose_client_goes_away_never_starts(tmp_path: Path) -> Non
         assert asyncio.run(main()) == 200
         time.sleep(0.3)
     assert (tmp_path / "marks" / "ran").read_text() == "first\n"
+
+
+def test_a_call_runs_on_the_tree_of_its_start_and_a_bare_run_on_the_tree_as_it_is(
+    tmp_path: Path,
+) -> None:
+    """POST /v1/calls takes the tree once; a run naming the call runs on it, however the tree
+    changed since (which GET /v1/calls/{id} says); a run naming none takes the tree as it is
+    now (the route's meaning before calls), which ends the call."""
+    text = 'source = "src"\n[checks.build]\nrun = "cat value.txt"\n'
+    value = tmp_path / "src" / "value.txt"
+
+    async def job(client: httpx.AsyncClient) -> list[Any]:
+        value.write_text("v1\n")
+        begun = await client.post("/v1/calls", json={"checks": ["build"]})
+        call = begun.json()["call"]
+        before = (await client.get(f"/v1/calls/{call}")).json()
+        value.write_text("v2\n")
+        after = (await client.get(f"/v1/calls/{call}")).json()
+        in_call = await client.post(f"/v1/checks/build/cases/0/run?call={call}")
+        log = await client.get(f"/v1/logs/{in_call.json()['log_id']}")
+        _, bare_log = await _run_and_log(client, "build", 0)
+        stale = await client.post(f"/v1/checks/build/cases/0/run?call={call}")
+        stale_state = await client.get(f"/v1/calls/{call}")
+        return [
+            begun.json()["checks"], before, after, log.content, bare_log,
+            (stale.status_code, stale.json()), (stale_state.status_code, stale_state.json()),
+        ]  # fmt: skip
+
+    (tmp_path / "src").mkdir()
+    got = run_app(tmp_path, 2, job, text=text)
+    over = {"error": f"call {got[1]['call']} is over: another call began since"}
+    assert got == [
+        [{"key": "build", "name": "build", "cases": 1, "timeout": 3600.0}],
+        {"call": got[1]["call"], "changed": False},
+        {"call": got[1]["call"], "changed": True},
+        b"v1\n",
+        b"v2\n",
+        (409, over),
+        (409, over),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "error"),
+    [
+        ({"checks": ["build", "pocs"]}, 403, "PoCs: not available at difficulty level 2"),
+        ({"checks": ["lint"]}, 404, "no check 'lint'"),
+        ({"checks": "build"}, 400, 'the body must be {"checks": [check keys, in order]}'),
+    ],
+)
+def test_a_call_refused(tmp_path: Path, body: Any, status: int, error: str) -> None:
+    async def job(client: httpx.AsyncClient) -> tuple[int, Any]:
+        answer = await client.post("/v1/calls", json=body)
+        return answer.status_code, answer.json()
+
+    assert run_app(tmp_path, 2, job) == (status, {"error": error})

@@ -69,7 +69,7 @@ def test_inspector_lists_and_calls_test_patch(npx: str, shared_servers: Any) -> 
     server = shared_servers("failing", 2)
     listed = _inspect(npx, server.url, "tools/list")
     assert [tool["name"] for tool in listed["tools"]] == ["test_patch"]
-    assert listed["tools"][0]["annotations"]["readOnlyHint"] is False  # a build writes the tree
+    assert listed["tools"][0]["annotations"]["readOnlyHint"] is False  # it saves logs
     called = _inspect(npx, server.url, "tools/call", "--tool-name", "test_patch")
     assert called["content"] == [{"type": "text", "text": check_text(server.task, 2, server.env)}]
     assert "structuredContent" not in called

@@ -27,7 +27,7 @@ def _timeless(result: CaseRun) -> CaseRun:
 def test_happy_path_against_the_real_app(tmp_path: Path) -> None:
     async def job(daemon: HttpDaemon) -> list[Any]:
         health = await daemon.health()
-        counts = await daemon.case_counts([BUILD, POCS, FUNCTIONAL])
+        counts = await daemon.begin([BUILD, POCS, FUNCTIONAL])
         timeouts = dict(daemon.case_timeouts)
         built = await daemon.run_case(BUILD, 0)
         built_log = await collect(daemon, built)

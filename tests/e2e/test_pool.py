@@ -15,18 +15,14 @@ from pathlib import Path
 import pytest
 from unit.test_daemon_app import REGISTRY, make_task
 
-from e2e.test_confine import CONFINED, MECHANISMS, TOML, escapes, standbys, write_task
-from ssebench.core.daemons.door import choose_isolation
+from e2e.test_confine import CONFINED, MECHANISMS, TOML, escapes, open_cases, standbys
+from ssebench.core.case import CaseRun
+from ssebench.core.daemons.door import ServiceConfig, choose_isolation
 from ssebench.core.daemons.inprocess import local_daemon
 from ssebench.core.orchestrator import run_checks
-from ssebench.daemon.cases import Cases
 from ssebench.daemon.confine.mechanism import Folders
-from ssebench.daemon.confine.runner import CaseEnd
 from ssebench.daemon.service import CaseService
-from ssebench.daemon.task import Task, load_task
-from ssebench.plugins.build import BUILD
-from ssebench.plugins.intent import INTENT
-from ssebench.plugins.poc import POCS
+from ssebench.daemon.task import Task
 from ssebench.testing.procs import alive, commands
 from ssebench.testing.waiting import wait_for_async
 
@@ -45,22 +41,17 @@ def waiters(supervisor: int) -> str:
     )
 
 
-def open_cases(tmp: Path, mechanism: str, toml: str = TOML) -> Cases:
-    task = load_task(write_task(tmp, toml), [BUILD, POCS, INTENT])
-    return Cases(task, [BUILD, POCS], mechanism=choose_isolation(mechanism))
-
-
-async def run(cases: Cases, command: str, check: str, log: Path, timeout: float = 20) -> str:
+async def run(cases: CaseService, command: str, check: str, log: Path, timeout: float = 20) -> str:
     """The case's end and log, as one text."""
-    end = await cases.sync_and_run(command, check, timeout=timeout, log_path=log)
+    end = await cases.run_command(check, command, timeout=timeout, log_path=log)
     return f"{ended(end)} {log.read_text()}"
 
 
-def ended(end: CaseEnd) -> str:
+def ended(end: CaseRun) -> str:
     return "timed out" if end.timed_out else f"exit {end.exit_code} signal {end.signal}"
 
 
-async def ready(cases: Cases, count: int) -> list[int]:
+async def ready(cases: CaseService, count: int) -> list[int]:
     """The standbys made, once there are `count` of them."""
     return await wait_for_async(
         lambda: found if len(found := standbys(cases)) == count else [], 20, f"{count} standbys"
@@ -79,10 +70,11 @@ def test_each_case_of_a_call_runs_in_a_standby_and_its_end_spares_the_others(
 
     async def scenario() -> tuple[list[str], list[int], list[int], list[int]]:
         cold = await run(cases, LOOK, "pocs", log)  # no standby: the supervisor starts
-        assert cases.runner._proc is not None
+        supervisor = cases.place.runner._proc
+        assert supervisor is not None
         await cases.prepare(["build", "pocs", "pocs"])
         made = await ready(cases, size)
-        first = await run(cases, f"{ways_out}; {waiters(cases.runner._proc.pid)}", "build", log)
+        first = await run(cases, f"{ways_out}; {waiters(supervisor.pid)}", "build", log)
         after = [pid for pid in made if alive(pid)]
         rest = [await run(cases, LOOK, "pocs", log) for _ in range(2)]
         return [cold, first, *rest], made, after, standbys(cases)
@@ -163,15 +155,16 @@ def test_unconfined_no_standby_waits_while_a_case_runs_however_many_are_asked_fo
 
     async def scenario() -> tuple[str, list[int]]:
         await run(cases, "true", "build", log)
-        assert cases.runner._proc is not None
+        place = cases.place
+        assert place.runner._proc is not None
         asked = []
         for i in range(3):
-            folders = Folders(str(cases.root / f"asked-{i}"))
-            folders.make(cases.user)
-            asked.append((cases.policy("build"), Path(folders.root)))
-        await cases.runner.prepare(asked)  # past the daemon's own cap
+            folders = Folders(str(place.folders.root / f"asked-{i}"))
+            folders.make(place.user)
+            asked.append((place.policies["build"], Path(folders.root)))
+        await place.runner.prepare(asked)  # past the daemon's own cap
         await ready(cases, 1)
-        seen = await run(cases, waiters(cases.runner._proc.pid), "build", log)
+        seen = await run(cases, waiters(place.runner._proc.pid), "build", log)
         return seen, await ready(cases, 1)  # the next asked for, made again after the case
 
     try:
@@ -208,18 +201,18 @@ def test_a_call_finds_a_standby_for_each_case_and_leaves_the_next_calls_made(
         return [o.status.value for o in outcome.outcomes]
 
     async def scenario(task: Task) -> tuple[list[int], list[str], list[str], list[int]]:
-        async with local_daemon(
-            task, registry, None, mechanism=choose_isolation(mechanism)
-        ) as service:
+        config = ServiceConfig(task, registry, None, choose_isolation(mechanism))
+        async with local_daemon(config) as service:
             await call(service)
-            made = await ready(service.cases, 4)  # the next call's: build, 2 PoCs, intent
+            made = await ready(service, 4)  # the next call's: build, 2 PoCs, intent
             statuses = await call(service)
+            spool = service.place.spool
             pids = [
-                service.logs[service.latest[key]].read_text().strip()
+                spool.logs[spool.latest[key]].read_text().strip()
                 for key in [("build", 0), ("pocs", 0), ("pocs", 1), ("intent", 0)]
-                if key in service.latest
+                if key in spool.latest
             ]
-            return made, statuses, pids, await ready(service.cases, 4)
+            return made, statuses, pids, await ready(service, 4)
 
     made, statuses, pids, after = asyncio.run(scenario(passing))
     assert statuses[:3] == ["passed", "passed", "passed"]
@@ -228,13 +221,49 @@ def test_a_call_finds_a_standby_for_each_case_and_leaves_the_next_calls_made(
     assert not set(made) & set(after)  # each served its case; the next call's are new
 
     async def stopped_early(task: Task) -> tuple[list[int], list[int]]:
-        async with local_daemon(
-            task, registry, None, mechanism=choose_isolation(mechanism)
-        ) as service:
+        config = ServiceConfig(task, registry, None, choose_isolation(mechanism))
+        async with local_daemon(config) as service:
             await call(service)  # the build fails: the rest is not run
-            whole = await ready(service.cases, 4)  # after PAUSE, a build's beside the rest's
+            whole = await ready(service, 4)  # after PAUSE, a build's beside the rest's
             await call(service)
-            return whole, await ready(service.cases, 4)
+            return whole, await ready(service, 4)
 
     whole, after = asyncio.run(stopped_early(failing))
     assert len(set(whole) - set(after)) == 1  # the build ran in one, the rest's waited on
+
+
+@pytest.mark.parametrize("mechanism", CONFINED)
+def test_the_pool_prepares_exactly_the_plan_a_call_begins_with(
+    tmp_path: Path, mechanism: str
+) -> None:
+    """The orchestrator hands the daemon its plan (daemon/service.py's `begin_call`): the
+    sandboxes asked for are its checks' cases in its order, not the level's, and nothing of a
+    check it leaves out; the next plan replaces them."""
+    for folder in ("pocs", "intent"):  # each check's files of its own: a policy of its own
+        (tmp_path / folder).mkdir()
+    toml = CALL_TOML.format(build="true").replace(
+        "[checks.pocs]", '[checks.pocs]\nfiles = ["pocs"]'
+    )
+    task = make_task(
+        tmp_path, toml.replace("[checks.intent]", '[checks.intent]\nfiles = ["intent"]')
+    )
+    config = ServiceConfig(task, REGISTRY, None, choose_isolation(mechanism))
+
+    async def scenario() -> list[list[str]]:
+        asked = []
+        async with local_daemon(config) as service:
+            policies = service.place.policies
+            checks = {policies[key]: key for key in ("build", "pocs", "intent")}
+            assert len(checks) == 3
+            for plan in (["pocs", "build"], ["intent"], ["build", "pocs", "intent"]):
+                await service.begin_call(plan)
+                await ready(service, len(service.plan))
+                wanted = service.place.runner._coming  # what the supervisor was last told
+                asked.append([checks[want.policy] for want in wanted])
+        return asked
+
+    assert asyncio.run(scenario()) == [
+        ["pocs", "pocs", "build"],
+        ["intent"],
+        ["build", "pocs", "pocs", "intent"],
+    ]

@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from ssebench.core.case import CaseRun
 from ssebench.daemon.confine.choice import UNCONFINED
 from ssebench.daemon.confine.policy import Policy
-from ssebench.daemon.confine.runner import GRACE_SECONDS, CaseEnd, Runner, RunnerError
+from ssebench.daemon.confine.runner import GRACE_SECONDS, Runner, RunnerError
 from ssebench.daemon.confine.user import own_user
 from ssebench.testing import procs
 from ssebench.testing.procs import alive, live_members
@@ -37,7 +38,7 @@ async def run_command(
     timeout: float,
     log_path: Path,
     grace: float = GRACE_SECONDS,
-) -> CaseEnd:
+) -> CaseRun:
     """One case through a runner (and its supervisor) of its own, unconfined."""
     runner = Runner(UNCONFINED, own_user(), grace=grace)
     try:
@@ -51,7 +52,7 @@ async def run_command(
 
 def _run(
     command: str, where: Path, *, timeout: float = 10.0, grace: float = 1.0, env=None
-) -> CaseEnd:
+) -> CaseRun:
     return asyncio.run(
         run_command(
             command,
@@ -64,7 +65,7 @@ def _run(
     )
 
 
-def _outcome(finished: CaseEnd) -> CaseEnd:
+def _outcome(finished: CaseRun) -> CaseRun:
     """The result without its duration and count of killed processes, so whole results
     compare (how many a stop found still running is the machine's timing, unless every one
     of them ignored SIGTERM: those tests count them)."""
@@ -116,14 +117,14 @@ def _kill_leftovers(tmp_path: Path):
 @pytest.mark.parametrize(
     ("command", "expected"),
     [
-        ("true", CaseEnd(exit_code=0, signal=None, timed_out=False, seconds=0.0)),
-        ("false", CaseEnd(exit_code=1, signal=None, timed_out=False, seconds=0.0)),
-        ("exit 3", CaseEnd(exit_code=3, signal=None, timed_out=False, seconds=0.0)),
-        ("exit 255", CaseEnd(exit_code=255, signal=None, timed_out=False, seconds=0.0)),
-        ("no-such-command-xyz", CaseEnd(exit_code=127, signal=None, timed_out=False, seconds=0.0)),
+        ("true", CaseRun(exit_code=0, signal=None, timed_out=False, seconds=0.0)),
+        ("false", CaseRun(exit_code=1, signal=None, timed_out=False, seconds=0.0)),
+        ("exit 3", CaseRun(exit_code=3, signal=None, timed_out=False, seconds=0.0)),
+        ("exit 255", CaseRun(exit_code=255, signal=None, timed_out=False, seconds=0.0)),
+        ("no-such-command-xyz", CaseRun(exit_code=127, signal=None, timed_out=False, seconds=0.0)),
     ],
 )
-def test_exit_status(tmp_path: Path, command: str, expected: CaseEnd) -> None:
+def test_exit_status(tmp_path: Path, command: str, expected: CaseRun) -> None:
     assert _outcome(_run(command, tmp_path)) == expected
 
 
@@ -134,7 +135,7 @@ def test_seconds_measures_the_run(tmp_path: Path) -> None:
 
 def test_death_by_signal_reports_the_signal(tmp_path: Path) -> None:
     finished = _run("echo before; kill -SEGV $$", tmp_path)
-    assert _outcome(finished) == CaseEnd(exit_code=None, signal=11, timed_out=False, seconds=0.0)
+    assert _outcome(finished) == CaseRun(exit_code=None, signal=11, timed_out=False, seconds=0.0)
     assert (tmp_path / "case.log").read_bytes() == b"before\n"
 
 
@@ -142,7 +143,7 @@ def test_a_single_command_is_execed_so_its_signal_is_seen(tmp_path: Path) -> Non
     # bash -c execs a lone command (even through a nested bash -c): no shell is left to turn
     # the signal into 128+N.
     finished = _run("""bash -c 'sh -c "kill -SEGV \\$\\$"'""", tmp_path)
-    assert _outcome(finished) == CaseEnd(exit_code=None, signal=11, timed_out=False, seconds=0.0)
+    assert _outcome(finished) == CaseRun(exit_code=None, signal=11, timed_out=False, seconds=0.0)
 
 
 def test_a_shell_reporting_a_child_signal_as_128_plus_n_reads_as_the_signal(
@@ -151,9 +152,9 @@ def test_a_shell_reporting_a_child_signal_as_128_plus_n_reads_as_the_signal(
     # Under bubblewrap, whose own status for a case killed by signal N is 128+N, the two cannot
     # be told apart: so they read the same under every mechanism (daemon/confine/running.py).
     finished = _run("sh -c 'kill -SEGV $$'; exit $?", tmp_path)
-    assert _outcome(finished) == CaseEnd(exit_code=None, signal=11, timed_out=False, seconds=0.0)
+    assert _outcome(finished) == CaseRun(exit_code=None, signal=11, timed_out=False, seconds=0.0)
     finished = _run("exit 200", tmp_path)  # no signal 72: an exit status
-    assert _outcome(finished) == CaseEnd(exit_code=200, signal=None, timed_out=False, seconds=0.0)
+    assert _outcome(finished) == CaseRun(exit_code=200, signal=None, timed_out=False, seconds=0.0)
 
 
 def test_timeout_kills_the_command_and_its_children(tmp_path: Path) -> None:
@@ -164,7 +165,7 @@ def test_timeout_kills_the_command_and_its_children(tmp_path: Path) -> None:
     started = time.monotonic()
     finished = _run(command, tmp_path, timeout=1.0, grace=1.0)
     returned = time.monotonic() - started
-    assert _outcome(finished) == CaseEnd(exit_code=None, signal=15, timed_out=True, seconds=0.0)
+    assert _outcome(finished) == CaseRun(exit_code=None, signal=15, timed_out=True, seconds=0.0)
     assert 1.0 <= finished.seconds < 2.0
     assert returned < 2.5
     [pgid] = _read_ints(tmp_path / "pgid")
@@ -181,7 +182,7 @@ def test_a_command_ignoring_sigterm_is_killed_after_the_grace(tmp_path: Path) ->
     finished = _run(command, tmp_path, timeout=1.0, grace=0.5)
     returned = time.monotonic() - started
     # Both sleeps (the shell execs the last) ignored the SIGTERM: killed after the grace.
-    assert _outcome(finished) == CaseEnd(exit_code=None, signal=9, timed_out=True, seconds=0.0)
+    assert _outcome(finished) == CaseRun(exit_code=None, signal=9, timed_out=True, seconds=0.0)
     assert finished.killed == 2
     assert 1.4 <= returned < 3.0
     [pgid] = _read_ints(tmp_path / "pgid")
@@ -197,7 +198,7 @@ def test_a_shell_that_dies_on_sigterm_does_not_spare_a_child_that_ignores_it(
     started = time.monotonic()
     finished = _run(command, tmp_path, timeout=1.0, grace=0.5)
     returned = time.monotonic() - started
-    assert _outcome(finished) == CaseEnd(exit_code=None, signal=15, timed_out=True, seconds=0.0)
+    assert _outcome(finished) == CaseRun(exit_code=None, signal=15, timed_out=True, seconds=0.0)
     assert finished.killed >= 1  # the child ignoring SIGTERM (and its subshell, if it forked)
     assert returned < 2.5
     [pgid] = _read_ints(tmp_path / "pgid")
@@ -218,7 +219,7 @@ def test_a_background_child_holding_stdout_does_not_hang_the_run(
     started = time.monotonic()
     finished = _run(command, tmp_path, timeout=20.0)
     returned = time.monotonic() - started
-    assert _outcome(finished) == CaseEnd(exit_code=0, signal=None, timed_out=False, seconds=0.0)
+    assert _outcome(finished) == CaseRun(exit_code=0, signal=None, timed_out=False, seconds=0.0)
     assert finished.killed >= 1  # the sleep (and a subshell not yet gone, on a loaded machine)
     assert returned < 3.0
     assert (tmp_path / "case.log").read_bytes() == b"done\n"
@@ -284,7 +285,7 @@ def test_a_large_random_output_is_saved_byte_exact(tmp_path: Path) -> None:
 
 def test_stdin_is_empty(tmp_path: Path) -> None:
     finished = _run("cat; echo end", tmp_path, timeout=5.0)
-    assert _outcome(finished) == CaseEnd(exit_code=0, signal=None, timed_out=False, seconds=0.0)
+    assert _outcome(finished) == CaseRun(exit_code=0, signal=None, timed_out=False, seconds=0.0)
     assert (tmp_path / "case.log").read_bytes() == b"end\n"
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import fastmcp
 import pytest
 
+from ssebench.core.daemons.door import ServiceConfig, load_task
 from ssebench.core.daemons.inprocess import local_daemon
 from ssebench.core.logs import BYTE_LIMIT
 from ssebench.core.server.app import build_server
@@ -50,7 +51,8 @@ def tasks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, TaskHandle]:
 @contextlib.asynccontextmanager
 async def in_memory(task: TaskHandle, level: int) -> AsyncIterator[fastmcp.Client[Any]]:
     """An MCP session with the server of `task` at `level`, all in this process."""
-    async with local_daemon(task.path, task.registry, level) as daemon:
+    config = ServiceConfig(load_task(task.path, task.registry.checks), task.registry, level)
+    async with local_daemon(config) as daemon:
         server = build_server(task.registry.checks, level, daemon, task.log_dir)
         async with fastmcp.Client(server) as client:
             yield client

@@ -235,7 +235,7 @@ PROJECT = {"poc": ["/p/1", "/p/2"]}
 def test_a_malformed_or_failed_answer_is_a_daemon_error(routes: Any, grading: bool) -> None:
     daemon = _faulty(routes, grading=grading)
     with pytest.raises(DaemonError):
-        asyncio.run(daemon.case_counts(list(build_registry().checks)))
+        asyncio.run(daemon.begin(list(build_registry().checks)))
 
 
 @pytest.mark.parametrize(

@@ -15,10 +15,12 @@ def test_every_case_runs_past_the_first_failure(
     ssebench_task: Callable[..., TaskHandle],
 ) -> None:
     task = ssebench_task({"pocs": ["exit 139", "echo clean", "kill -SEGV $$"]})
+    from ssebench.core.daemons.door import ServiceConfig, load_task
     from ssebench.core.daemons.inprocess import local_daemon
 
     async def passed(every_case: bool) -> list[bool]:
-        async with local_daemon(task.path, task.registry, None) as daemon:
+        config = ServiceConfig(load_task(task.path, task.registry.checks), task.registry, None)
+        async with local_daemon(config) as daemon:
             found = await run_checks([POCS], None, daemon, every_case=every_case)
         return [case.passed for case in found.outcomes[0].cases]
 

@@ -9,7 +9,7 @@ from ssebench.core.cli.serve import registration
 from ssebench.core.logs import BYTE_LIMIT, LINE_LIMIT, WORD_LIMIT
 from ssebench.core.registry import build_registry
 from ssebench.core.report import INTERNAL_FAILURE, NOT_SAVED, NOTHING_RAN
-from ssebench.core.server.app import MAX_RESULT_CHARS
+from ssebench.core.server.app import ANNOTATIONS, MAX_RESULT_CHARS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -60,3 +60,14 @@ def test_the_clients_page_says_which_clients_reset_their_timeout_on_progress() -
     inspector = rows["the MCP Inspector's CLI (`npx @modelcontextprotocol/inspector --cli`)"]
     assert inspector == ["after 60 s", "no: it sends no `progressToken`, so the server sends it "
                          "no progress at all"]  # fmt: skip
+
+
+def test_the_clients_page_gives_the_tools_hints_as_declared() -> None:
+    """Their reasons are the page's; that the agent's tree is only read, test_client_doc.py."""
+    text = (ROOT / "docs" / "clients.md").read_text()
+    header = "| hint | value | why |"
+    table = text[text.index(header) :].split("\n\n", 1)[0].splitlines()[2:]
+    shown = {row.split("|")[1].strip(" `"): row.split("|")[2].strip() for row in table}
+    declared = ANNOTATIONS.model_dump(by_alias=True, exclude_none=True)
+    del declared["title"]
+    assert shown == {hint: str(value).lower() for hint, value in declared.items()}

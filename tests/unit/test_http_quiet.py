@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from ssebench.core.daemons.door import ServiceConfig, load_task
 from ssebench.core.daemons.inprocess import local_daemon
 from ssebench.core.server.app import build_server
 from ssebench.core.server.http import create_http_app
@@ -104,7 +105,8 @@ def test_a_session_closed_while_its_notification_is_handled_is_quiet(
     task = ssebench_task({"build": "true"})
 
     async def main() -> list[Message]:
-        async with local_daemon(task.path, task.registry, 2) as daemon:
+        config = ServiceConfig(load_task(task.path, task.registry.checks), task.registry, 2)
+        async with local_daemon(config) as daemon:
             app = create_http_app(build_server(task.registry.checks, 2, daemon, task.log_dir))
             async with lifespan(app):
                 answer = await request(app, "POST", INITIALIZE)

@@ -9,7 +9,7 @@
   neither builds, parses or indexes a raw JSON dict.
 - The trusted core (daemon/confine) stands alone: it imports no pydantic, no httpx and nothing
   of the daemon's that reads task.toml or serves it (only the guard of its temporary folders),
-  and nothing of core but its errors.
+  and nothing of core but its errors and the case's record, which it makes.
 - One path to a failed check's log: every daemon hands over a log source, so nothing outside
   core/daemons asks what kind of daemon it holds; the tail rule's parts are named in
   core/logs.py only, where one function applies them, called from one driver, which the
@@ -36,9 +36,14 @@ ABOVE_THE_DAEMON = ("core", "evaluate", "testing", "plugins")
 DOORS = ("core/daemons", "core/server")
 THE_WALK = "ssebench.daemon.confine.procfs"  # a leaf (it imports os alone) testing/ may import
 MESSAGE_ENDS = ("daemon/confine/runner.py", "daemon/confine/supervisor.py")
-# What the trusted core may import of ssebench: itself, the guard of ssebench's own folders, and
-# core's errors (which import nothing).
-CORE_ALLOWED = ("ssebench.daemon.confine", "ssebench.daemon.guard", "ssebench.core.errors")
+# What the trusted core may import of ssebench: itself, the guard of ssebench's own folders,
+# core's errors (which import nothing) and the case's record it makes (which imports no pydantic).
+CORE_ALLOWED = (
+    "ssebench.daemon.confine",
+    "ssebench.daemon.guard",
+    "ssebench.core.errors",
+    "ssebench.core.case",
+)
 CORE_FORBIDDEN = ("pydantic", "httpx", "starlette", "uvicorn", "fastmcp", "mcp")
 LOG_RULE = "core/logs.py"
 RULE_PARTS = ("WORD_LIMIT", "LINE_LIMIT", "BYTE_LIMIT", "tail", "nth_newline_from_end",

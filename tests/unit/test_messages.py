@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from ssebench.core.case import CaseRun
 from ssebench.daemon.confine.mechanism import Mechanism
 from ssebench.daemon.confine.messages import (
     RECORDS,
@@ -46,8 +47,8 @@ MESSAGES: list[Message] = [
     Prepare((Wanted(POLICY, "/case"), Wanted(Policy(), "/case-2"))),
     Started("c1", 42),
     Failed("c1", "no such file"),
-    Ended("c1", None, 9, killed=2, dropped=4005),
-    Ended("c1", 0, None, killed=0, dropped=0, fault="cannot write the case's log: No space"),
+    Ended("c1", CaseRun(None, 9, False, 0.25, killed=2, dropped=4005)),
+    Ended("c1", CaseRun(0, None, False, 1.0), fault="cannot write the case's log: No space"),
     Stop("c1", 1.0),
 ]
 
@@ -67,7 +68,12 @@ def test_a_record_survives_the_wire_whole(message: Message) -> None:
         (b"not json", "not JSON"),
         (b'{"op": "explode"}', "no such message"),
         (b'["ended"]', "no such message"),
-        (b'{"op": "ended", "id": "c1", "exit_code": 0, "signal": null, "killed": 0}', "dropped"),
+        (b'{"op": "ended", "id": "c1", "case": {"exit_code": 0, "signal": null}}', "timed_out"),
+        (
+            b'{"op": "ended", "id": "c1", "case": {"exit_code": 0, "signal": null, '
+            b'"timed_out": false, "seconds": 1, "log_path": "/etc/shadow"}}',
+            "Ended.case.log_path",
+        ),
         (b'{"op": "started", "id": "c1", "pid": "42"}', "Started.pid: '42' is not int"),
         (b'{"op": "started", "id": "c1", "pid": 42, "extra": 1}', "unknown fields ['extra']"),
         (b'{"op": "stop", "id": "c1", "grace": true}', "Stop.grace"),

@@ -82,10 +82,12 @@ async def collect(daemon: HttpDaemon, result: CaseRun) -> bytes:
 def test_a_check_the_daemon_withholds_is_a_daemon_error(tmp_path: Path) -> None:
     async def job(daemon: HttpDaemon) -> str:
         with pytest.raises(DaemonError) as caught:
-            await daemon.case_counts([BUILD, POCS, INTENT, FUNCTIONAL])
+            await daemon.begin([BUILD, POCS, INTENT, FUNCTIONAL])
         return str(caught.value)
 
-    assert with_app(tmp_path, 1, job) == "the daemon does not offer intent"
+    assert with_app(tmp_path, 1, job) == (
+        'POST /v1/calls: HTTP 403: {"error":"intent tests: not available at difficulty level 1"}'
+    )
 
 
 def test_a_withheld_case_run_directly_is_a_daemon_error(tmp_path: Path) -> None:
@@ -103,10 +105,11 @@ def test_a_withheld_case_run_directly_is_a_daemon_error(tmp_path: Path) -> None:
 # --- faults ------------------------------------------------------------------------------------
 
 CHECKS_OK = {
+    "call": "c1",
     "checks": [
         {"key": "build", "name": "build", "cases": 1, "timeout": 30.0},
         {"key": "pocs", "name": "PoCs", "cases": 2, "timeout": 20.0},
-    ]
+    ],
 }
 ANSWER_OK = {
     "key": "pocs",
@@ -142,7 +145,7 @@ def fault(handler: Callable[[httpx.Request], httpx.Response], call: str) -> str:
                 if call == "health":
                     await daemon.health()
                 elif call == "counts":
-                    await daemon.case_counts([BUILD, POCS])
+                    await daemon.begin([BUILD, POCS])
                 elif call == "run":
                     await daemon.run_case(POCS, 1)
                 else:
@@ -158,7 +161,7 @@ def test_the_mock_answers_are_good_ones() -> None:
     """The fault tests below change one thing from answers the client accepts."""
 
     def handler(request: httpx.Request) -> httpx.Response:
-        if request.url.path == "/v1/checks":
+        if request.url.path == "/v1/calls":
             return httpx.Response(200, json=CHECKS_OK)
         if request.url.path == "/v1/checks/pocs/cases/1/run":
             return httpx.Response(200, json=ANSWER_OK)
@@ -167,7 +170,7 @@ def test_the_mock_answers_are_good_ones() -> None:
     async def main() -> list[Any]:
         daemon = mocked(handler)
         async with daemon.client:
-            counts = await daemon.case_counts([BUILD, POCS])
+            counts = await daemon.begin([BUILD, POCS])
             result = await daemon.run_case(POCS, 1)
             return [counts, result, await collect(daemon, result)]
 
@@ -196,7 +199,7 @@ def answering(
         (
             raising(httpx.ConnectError("[Errno 111] Connection refused")),
             "counts",
-            "GET /v1/checks: ConnectError: [Errno 111] Connection refused",
+            "POST /v1/calls: ConnectError: [Errno 111] Connection refused",
         ),
         (raising(httpx.ReadTimeout("")), "run", "POST /v1/checks/pocs/cases/1/run: ReadTimeout"),
         (
@@ -212,7 +215,7 @@ def answering(
         (
             answering(500, b"Internal Server Error"),
             "counts",
-            "GET /v1/checks: HTTP 500: Internal Server Error",
+            "POST /v1/calls: HTTP 500: Internal Server Error",
         ),
         (
             answering(502, b"<html>\n<body>\n  Bad Gateway\n</body>\n</html>\n"),
@@ -222,7 +225,7 @@ def answering(
         (
             answering(503, b"x" * 500),
             "counts",
-            "GET /v1/checks: HTTP 503: " + "x" * 200,
+            "POST /v1/calls: HTTP 503: " + "x" * 200,
         ),
         (
             answering(403, b'{"error": "PoCs: not available at difficulty level 2"}'),
@@ -235,7 +238,7 @@ def answering(
         (
             answering(200, b"not json"),
             "counts",
-            "GET /v1/checks: malformed answer: Invalid JSON: expected ident at line 1 column 2",
+            "POST /v1/calls: malformed answer: Invalid JSON: expected ident at line 1 column 2",
         ),
         (
             answering(200, b""),
@@ -244,16 +247,21 @@ def answering(
             "column 0",
         ),
         (
-            answering(200, b'{"checks": [{"key": "build", "name": "build", "cases": 1}]}'),
+            answering(
+                200, b'{"call": "c1", "checks": [{"key": "build", "name": "build", "cases": 1}]}'
+            ),
             "counts",
-            "GET /v1/checks: malformed answer: Field required",
+            "POST /v1/calls: malformed answer: Field required",
         ),
         (
             answering(
-                200, json.dumps({"checks": [{**CHECKS_OK["checks"][0], "cases": "x"}]}).encode()
+                200,
+                json.dumps(
+                    {"call": "c1", "checks": [{**CHECKS_OK["checks"][0], "cases": "x"}]}
+                ).encode(),
             ),
             "counts",
-            "GET /v1/checks: malformed answer: Input should be a valid integer, unable to parse "
+            "POST /v1/calls: malformed answer: Input should be a valid integer, unable to parse "
             "string as an integer",
         ),
         (
@@ -278,7 +286,7 @@ def answering(
             "POST /v1/checks/pocs/cases/1/run: answered for build case 1",
         ),
         (
-            answering(200, json.dumps({"checks": CHECKS_OK["checks"][:1]}).encode()),
+            answering(200, json.dumps({"call": "c1", "checks": CHECKS_OK["checks"][:1]}).encode()),
             "counts",
             "the daemon does not offer pocs",
         ),
@@ -350,7 +358,7 @@ def real(port: int, call: str, timeouts: Timeouts | None = None) -> str:
         async with daemon.client:
             with pytest.raises(DaemonError) as caught:
                 if call == "counts":
-                    await daemon.case_counts([BUILD])
+                    await daemon.begin([BUILD])
                 else:
                     await collect(daemon, RESULT)
         return str(caught.value)
@@ -360,7 +368,7 @@ def real(port: int, call: str, timeouts: Timeouts | None = None) -> str:
 
 def test_connection_refused_on_a_closed_port() -> None:
     assert real(_closed_port(), "counts") == (
-        "GET /v1/checks: ConnectError: All connection attempts failed"
+        "POST /v1/calls: ConnectError: All connection attempts failed"
     )
 
 
@@ -415,7 +423,7 @@ def test_a_log_cut_short_by_the_server(raw_server: tuple[int, list[bytes]]) -> N
 
 def test_a_silent_daemon_is_a_read_timeout(raw_server: tuple[int, list[bytes]]) -> None:
     port, _ = raw_server
-    assert real(port, "counts", Timeouts(query=0.3)) == "GET /v1/checks: ReadTimeout"
+    assert real(port, "counts", Timeouts(query=0.3)) == "POST /v1/calls: ReadTimeout"
 
 
 def test_queries_have_a_time_limit_by_default() -> None:
@@ -428,7 +436,7 @@ def test_queries_have_a_time_limit_by_default() -> None:
     async def main() -> None:
         daemon = mocked(handler)
         async with daemon.client:
-            await daemon.case_counts([BUILD])
+            await daemon.begin([BUILD])
 
     asyncio.run(main())
     assert seen == [{"connect": 10.0, "read": 60.0, "write": 60.0, "pool": 60.0}]
@@ -438,7 +446,7 @@ def test_a_run_waits_the_checks_time_limit_plus_the_margin() -> None:
     seen: list[float | None] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
-        if request.url.path == "/v1/checks":
+        if request.url.path == "/v1/calls":
             return httpx.Response(200, json=CHECKS_OK)
         seen.append(request.extensions["timeout"]["read"])
         return httpx.Response(200, json=ANSWER_OK)
@@ -447,7 +455,7 @@ def test_a_run_waits_the_checks_time_limit_plus_the_margin() -> None:
         daemon = mocked(handler)
         async with daemon.client:
             await daemon.run_case(POCS, 1)  # before the list: the default limit
-            await daemon.case_counts([BUILD, POCS])
+            await daemon.begin([BUILD, POCS])
             await daemon.run_case(POCS, 1)
 
     asyncio.run(main())

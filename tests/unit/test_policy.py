@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ssebench.core.errors import ConfigError
-from ssebench.daemon.cases import case_environment, policy_for
+from ssebench.daemon.caseenv import case_environment
 from ssebench.daemon.confine import access, acl
 from ssebench.daemon.confine.access import Shape, View, plan
 from ssebench.daemon.confine.acl import allows, decode, encode
@@ -25,6 +25,7 @@ from ssebench.daemon.confine.user import (
     named_user,
 )
 from ssebench.daemon.guard import private_parent
+from ssebench.daemon.policies import policy_for
 from ssebench.daemon.task import load_task
 from ssebench.plugins.build import BUILD
 from ssebench.plugins.intent import INTENT

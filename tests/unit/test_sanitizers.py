@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ssebench.daemon.cases import case_environment
+from ssebench.daemon.caseenv import case_environment
 from ssebench.daemon.confine.mechanism import Folders
 from ssebench.daemon.confine.policy import CaseUser
 from ssebench.daemon.sanitizers import (

@@ -117,7 +117,7 @@ def test_a_task_without_checks_has_none(tmp_path: Path) -> None:
 
 
 def test_a_task_read_from_a_copy_of_its_folder(tmp_path: Path) -> None:
-    """A read-only task folder is read from a copy (daemon/cases.py): what lies in the folder
+    """A read-only task folder is read from a copy (daemon/policies.py): what lies in the folder
     moves there, the source tree and what lies outside stay; the task itself is unchanged."""
     tmp_path = tmp_path.resolve()
     outside, folder, copy = tmp_path / "outside", tmp_path / "task", tmp_path / "copy"

@@ -48,9 +48,9 @@ class FaultyDaemon:
         fault = self.fault if scope["type"] == "http" else None
         if fault == "5xx" and path.endswith("/run"):
             await PlainTextResponse("upstream exploded", status_code=502)(scope, receive, send)
-        elif fault == "500-checks" and path == "/v1/checks":
+        elif fault == "500-checks" and path == "/v1/calls":
             await PlainTextResponse("Internal Server Error", status_code=500)(scope, receive, send)
-        elif fault == "malformed" and path == "/v1/checks":
+        elif fault == "malformed" and path == "/v1/calls":
             await Response('{"checks": [{"key": "build",', media_type="application/json")(
                 scope, receive, send
             )
@@ -59,7 +59,7 @@ class FaultyDaemon:
                 scope, receive, send
             )
         elif (fault == "hang" and path.endswith("/run")) or (
-            fault == "hang-checks" and path == "/v1/checks"
+            fault == "hang-checks" and path == "/v1/calls"
         ):
             while (await receive())["type"] != "http.disconnect":
                 pass

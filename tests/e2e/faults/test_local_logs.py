@@ -18,6 +18,7 @@ import httpx
 import pytest
 from daemon_app import create_app
 
+from ssebench.core.daemons.door import ServiceConfig
 from ssebench.core.daemons.inprocess import open_service
 from ssebench.core.daemons.native import HttpDaemon
 from ssebench.core.orchestrator import run_test_patch
@@ -45,7 +46,7 @@ def _report(task: Path, log_dir: Path, spool: Path, local: bool) -> str:
     loaded = load_task(task, registry.checks)
 
     async def embedded() -> str:
-        service = open_service(loaded, registry, 0, spool=spool)
+        service = open_service(ServiceConfig(loaded, registry, 0, spool=spool))
         try:
             return await run_test_patch(registry.checks, 0, service, log_dir)
         finally:

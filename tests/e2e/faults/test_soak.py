@@ -9,6 +9,9 @@ flat, and every answer must be exactly right.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
+import os
 import time
 from pathlib import Path
 
@@ -16,7 +19,7 @@ import pytest
 
 from ssebench.core.savedlogs import KEEP_LOGS
 from ssebench.testing.calls import call_async
-from ssebench.testing.procs import assert_none_left, kill_all, open_fds, proc_status
+from ssebench.testing.procs import assert_none_left, kill_all, proc_status
 from ssebench.testing.servers import clean_env, start_server, write_task
 from ssebench.testing.waiting import wait_for_async
 
@@ -40,13 +43,22 @@ RSS_GROWTH_KB = 20 * 1024
 FD_SLACK = 2
 
 
-def settled(pid: int, figures: list[tuple[int, int, int]]) -> int | None:
+def settled(pid: int, tmp: str, figures: list[tuple[int, int, int]], seen: list[int]) -> int | None:
     """The server's open descriptors, once what the call just answered has let go of its own
-    (a connection's socket, a saved log being written: on a loaded machine, at their own pace):
-    after the warm-up, any count; at the end, one within FD_SLACK of it. A leak never gets
-    there, whatever the wait."""
-    now = open_fds(pid)
-    return now if not figures or abs(now - figures[0][2]) <= FD_SLACK else None
+    (a case's folder removed while the next may start, a connection's socket, a saved log being
+    written: on a loaded machine, at their own pace): none open under its TMPDIR; after the
+    warm-up, the same count twice in a row; at the end, one within FD_SLACK of the warm-up's. A
+    leak never gets there, whatever the wait."""
+    folder, names = f"/proc/{pid}/fd", []
+    for fd in os.listdir(folder):
+        with contextlib.suppress(OSError):  # closed since listed
+            names.append(os.readlink(f"{folder}/{fd}"))
+    seen.append(len(names))
+    if any(name.startswith(tmp) for name in names):
+        return None
+    if not figures:
+        return seen[-1] if seen[-2:-1] == seen[-1:] else None
+    return seen[-1] if abs(seen[-1] - figures[0][2]) <= FD_SLACK else None
 
 
 def test_200_calls_keep_memory_and_descriptors_flat(tmp_path: Path) -> None:
@@ -70,7 +82,8 @@ def test_200_calls_keep_memory_and_descriptors_flat(tmp_path: Path) -> None:
             else:
                 assert text == PASSED_AT_3, f"call {n}: {text[:300]}"
             if n in (WARM_UP, CALLS):
-                fds = await wait_for_async(lambda: settled(server.pid, figures), 10, "fds")
+                look = functools.partial(settled, server.pid, server.env["TMPDIR"], figures, [])
+                fds = await wait_for_async(look, 10, "fds settled")
                 figures.append((n, proc_status(server.pid)["VmRSS"], fds))
 
     try:

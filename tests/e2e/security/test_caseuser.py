@@ -25,7 +25,7 @@ import pytest
 
 from e2e.security.services import c_example, statuses, task_hashes
 from e2e.security.test_attacks import mechanisms
-from ssebench.core.daemons.door import choose_isolation
+from ssebench.core.daemons.door import ServiceConfig, choose_isolation, load_task
 from ssebench.core.daemons.inprocess import local_daemon
 from ssebench.core.registry import build_registry
 
@@ -199,13 +199,14 @@ def test_a_second_call_rebuilds_only_what_changed_on_the_daemons_copy(
     async def calls() -> list[str]:
         logs = []
         mechanism_ = choose_isolation(mechanism)
-        async with local_daemon(task, registry, 3, mechanism=mechanism_) as daemon:
+        config = ServiceConfig(load_task(task, registry.checks), registry, 3, mechanism_)
+        async with local_daemon(config) as daemon:
             for change in (None, "b.c", "gone.txt"):
                 if change == "b.c":
                     (tree / "b.c").write_text("int b = 1;\n")
                 elif change == "gone.txt":
                     (tree / "gone.txt").unlink()
-                case = await daemon.run_and_judge("build", 0)
+                case = await daemon.run_and_judge(daemon.check("build"), 0)
                 logs.append(daemon.log_path(case.log_id).read_text())
         return logs
 

@@ -24,12 +24,13 @@ import pytest
 from e2e.security.outside import NOTHING, SEEN, Outside, make_outside
 from e2e.security.test_attacks import mechanisms
 from e2e.test_confine import standbys
-from ssebench.core.daemons.door import choose_isolation
-from ssebench.daemon.cases import Cases
+from ssebench.core.daemons.door import ServiceConfig, choose_isolation
+from ssebench.core.daemons.inprocess import open_service
+from ssebench.core.registry import build_registry
 from ssebench.daemon.confine.procfs import processes
 from ssebench.daemon.task import load_task
-from ssebench.plugins.build import BUILD
-from ssebench.plugins.poc import POCS
+from ssebench.plugins import build
+from ssebench.plugins import poc as poc_plugin
 from ssebench.testing.procs import commands
 from ssebench.testing.servers import clean_env, start_server
 from ssebench.testing.waiting import wait_for, wait_for_async
@@ -133,16 +134,17 @@ def test_a_poc_sandbox_made_while_its_file_was_away_reads_it(
     descriptor opened before it first moved, which reaches it once it is back in place."""
     poc = outside(where="/var")
     before = poc.state()
-    task = load_task(poc.task, [BUILD, POCS])
-    cases = Cases(task, [BUILD, POCS], mechanism=choose_isolation("landlock"))
+    registry = build_registry(plugins=[build, poc_plugin], use_entry_points=False)
+    task = load_task(poc.task, registry.checks)
+    cases = open_service(ServiceConfig(task, registry, None, choose_isolation("landlock")))
     log = tmp_path / "case.log"
 
     async def scenario() -> tuple[int | None, bytes]:
-        await cases.sync_and_run("true", "build", timeout=20, log_path=log)
+        await cases.run_command("build", "true", timeout=20, log_path=log)
         await cases.prepare(["build", "pocs"])
         await wait_for_async(lambda: len(standbys(cases)) == 2, 20, "both sandboxes made")
         assert poc.state() == (None,)  # away while they were made
-        end = await cases.sync_and_run(f"cat {poc.path}", "pocs", timeout=20, log_path=log)
+        end = await cases.run_command("pocs", f"cat {poc.path}", timeout=20, log_path=log)
         return end.exit_code, log.read_bytes()
 
     try:

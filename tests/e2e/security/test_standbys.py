@@ -23,14 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from e2e.test_confine import TOML, standbys, write_task
+from e2e.test_confine import open_cases, standbys
 from e2e.test_pool import ready, run
-from ssebench.core.daemons.door import choose_isolation
-from ssebench.daemon.cases import Cases
-from ssebench.daemon.task import load_task
-from ssebench.plugins.build import BUILD
-from ssebench.plugins.intent import INTENT
-from ssebench.plugins.poc import POCS
 from ssebench.testing.procs import alive
 
 from .test_attacks import mechanisms
@@ -72,10 +66,9 @@ def attack(select: str) -> str:
 def test_a_case_cannot_signal_trace_or_write_to_the_standbys_of_the_next_cases(
     tmp_path: Path, mechanism: str
 ) -> None:
-    task = load_task(write_task(tmp_path, TOML), [BUILD, POCS, INTENT])
-    cases = Cases(task, [BUILD, POCS], mechanism=choose_isolation(mechanism))
+    cases = open_cases(tmp_path, mechanism)
     log = tmp_path / "case.log"
-    select = EVERY if cases.user.switched else WAITING
+    select = EVERY if cases.place.user.switched else WAITING
 
     async def scenario() -> tuple[str, list[int], list[int], list[str], list[int], bool]:
         await run(cases, "true", "build", log)  # the supervisor started
@@ -84,7 +77,7 @@ def test_a_case_cannot_signal_trace_or_write_to_the_standbys_of_the_next_cases(
         attacked = await run(cases, attack(select), "build", log)
         after = [pid for pid in made if alive(pid)]
         nexts = [await run(cases, f"echo next {i}", "pocs", log) for i in range(3)]
-        injected = (cases.copy.path / "injected").exists()
+        injected = (cases.place.copy.path / "injected").exists()
         return attacked, made, after, nexts, standbys(cases), injected
 
     try:
