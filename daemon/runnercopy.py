@@ -1,10 +1,11 @@
 """The runner copy: the tree the cases run on, never the agent's own.
 
 A case never writes the agent's tree. The daemon keeps a copy of it in its private folder,
-owned by the case user, and brings it up to date before every case: what the agent added or
-changed (by size, mtime, ctime and mode; ctime cannot be forged without privilege) is copied,
-what it removed since the last sync is removed, and what the builds produced in the copy stays,
-so incremental builds stay incremental and the build's outputs never appear in the agent's tree.
+owned by the case user, and brings it up to date once as each call begins (every case of the
+call runs on that state: one call, one tree): what the agent added or changed (by size, mtime,
+ctime and mode; ctime cannot be forged without privilege) is copied, what it removed since the
+last sync is removed, and what the builds produced in the copy stays, so incremental builds
+stay incremental and the build's outputs never appear in the agent's tree.
 
 What the sync carries is what a prediction carries (evaluate/treediff.py), so that test_patch
 builds what grading will build: the first sync copies the tree whole (the tree as shipped:
