@@ -76,16 +76,12 @@ class SavedCases:
         if saved is None or not log.is_file():
             kept = "never ran in the grade" if saved is None else f"has no saved log ({log})"
             raise NotSaved(f"{check.name} case {index} {kept}")
+        # The saved case is the record as the grade wrote it: read back whole, less its verdict.
         run = CaseRun(
-            exit_code=saved.exit_code,
-            signal=saved.signal,
-            timed_out=saved.timed_out,
-            seconds=saved.seconds,
+            **saved.model_dump(exclude={"passed"}),
             log_path=log,
             options=self.task.checks[check.key].options_of(index),
             key=check.key,
-            index=index,
-            sanitizer_exit=saved.sanitizer_exit,
         )
         return replace(run, passed=bool(check.judge(run)))
 
