@@ -143,6 +143,7 @@ def test_an_agents_diff_that_does_not_apply_is_unresolved(tmp_path: Path) -> Non
     assert done.returncode == 1, done.stderr
     assert json.loads(done.stdout) == {
         "resolved": False,
+        "reason": "patch-does-not-apply",
         "patch": {
             "applied": False,
             "error": "git apply failed, , error: patch failed: rle.c:1; error: rle.c: patch does "
