@@ -50,7 +50,10 @@ def shared_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]
         if (kind, level) not in servers:
             task = make_task(tmp / f"{kind}-{level}", kind)
             args = ["--task", str(task), "--difficulty", str(level)]
-            servers[kind, level] = start_server(tmp, args, task=task)
+            # A folder (and so a TMPDIR) of its own: a test finds its server's runner copy there.
+            own = tmp / f"{kind}-{level}-server"
+            own.mkdir()
+            servers[kind, level] = start_server(own, args, task=task)
         return servers[kind, level]
 
     yield get
