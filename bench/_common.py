@@ -23,9 +23,12 @@ CALL_TIMEOUT = 3600.0  # seconds a benchmark's test_patch call may take (a 1 GiB
 AS_SHIPPED = "--- /dev/null\n+++ b/graded.txt\n@@ -0,0 +1 @@\n+graded\n"
 
 
-def parser(doc: str | None) -> argparse.ArgumentParser:
+def parser(doc: str | None, rounds: int | None = None) -> argparse.ArgumentParser:
+    """The benchmark's flags: --smoke always, --rounds with its default where it repeats."""
     cli = argparse.ArgumentParser(description=(doc or "").splitlines()[0])
     cli.add_argument("--smoke", action="store_true", help="tiny sizes; proves it runs, no targets")
+    if rounds is not None:
+        cli.add_argument("--rounds", type=int, default=rounds)
     return cli
 
 

@@ -132,9 +132,7 @@ def main(args: object) -> dict[str, object]:
 
 
 def cli() -> argparse.ArgumentParser:
-    p = parser(__doc__)
-    p.add_argument("--rounds", type=int, default=5)
-    return p
+    return parser(__doc__, rounds=5)
 
 
 if __name__ == "__main__":
