@@ -117,7 +117,8 @@ class CaseService:
             current = await self._take_tree() if call is None else self._current(call)
             self.runs += 1
             log_id, log_path = self.place.spool.new(check.key, index)
-            sanitizer_exit = exit_code(self.task, os.environ)
+            # A case that never ran was told no status (the record says null, as the docs do).
+            sanitizer_exit = None if current.refused else exit_code(self.task, os.environ)
             if current.refused is not None:
                 ended = refused_case(current.refused, log_path)
             else:

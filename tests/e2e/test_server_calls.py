@@ -12,6 +12,7 @@ import fastmcp
 import pytest
 
 from ssebench.core.calls import from_report
+from ssebench.core.daemons.door import ServiceConfig, load_task
 from ssebench.core.daemons.inprocess import local_daemon
 from ssebench.core.server.app import build_server
 from ssebench.testing import TaskHandle, make_task
@@ -34,7 +35,8 @@ def answered(task: TaskHandle, level: int) -> tuple[str, list[tuple[str, float, 
     said: list[tuple[str, float, float]] = []
 
     async def main() -> str:
-        async with local_daemon(task.path, task.registry, level) as daemon:
+        config = ServiceConfig(load_task(task.path, task.registry.checks), task.registry, level)
+        async with local_daemon(config) as daemon:
             server = build_server(task.registry.checks, level, daemon, task.log_dir,
                                   on_call=lambda *call: said.append(call))  # fmt: skip
             async with fastmcp.Client(server) as client:
