@@ -35,6 +35,7 @@ from ssebench.daemon.confine.user import case_user
 
 Span = tuple[str, int, int]
 CASE = "case: run_and_judge"
+CALL = "the call (four cases, in process)"
 # Rows made of two points: (label, from, to); a point is a span's start ("<") or end (">").
 GAPS = [
     ("daemon: before the runner (spool, tree check)", f"<{CASE}", "<runner.run"),
@@ -115,7 +116,9 @@ async def measure(task: Path, name: str, calls: int, pause: float, out: Path) ->
     async with local_daemon(config) as service:
         instrument(service, rec)
         for _ in range(calls):
+            start = time.perf_counter_ns()
             await orchestrator.run_test_patch(registry.checks, 0, service, task / "logs")
+            rec.spans.append((CALL, start, time.perf_counter_ns()))
             await asyncio.sleep(pause)
     theirs = [line.rsplit(" ", 2) for line in out.read_text().splitlines()]
     return rec.spans + [(n, int(a), int(b)) for n, a, b in theirs]
@@ -139,6 +142,8 @@ def per_case(spans: list[Span], skip: int) -> dict[str, list[float]]:
                 rows.setdefault(label, []).append((points[last] - points[first]) / 1e6)
         for n, ms in sums.items():
             rows.setdefault("  " + n, []).append(ms)
+    begun = cases[0][0] if cases else 0
+    rows["(per call) " + CALL] = [(b - a) / 1e6 for n, a, b in spans if n == CALL and a >= begun]
     ahead = [s for s in spans if s[0].startswith("ahead:")]
     for n in sorted({s[0] for s in ahead}):
         each = [(b - a) / 1e6 for m, a, b in ahead if m == n]
@@ -149,26 +154,30 @@ def per_case(spans: list[Span], skip: int) -> dict[str, list[float]]:
 def main(args: argparse.Namespace) -> dict[str, object]:
     calls = 4 if args.smoke else args.calls
     names = ["none", *available(case_user())]
-    found: dict[str, dict[str, float]] = {}
-    counts: dict[str, int] = {}
+    # Each column's cases, and with --before the same with kill_all as it was, taking turns.
+    columns = [(n, w) for n in names for w in (["now", "before"] if args.before else ["now"])]
+    rows: dict[str, dict[str, list[float]]] = {f"{n}/{w}": {} for n, w in columns}
     here = str(Path(__file__).resolve().parent / "_supervisorspans.py")
     runner_module.SUPERVISOR = [sys.executable, "-I", here]
     with scratch("ssebench-bench-casespans-") as tmp:
         task = command_task(tmp / "task", commands(0.0))
         os.environ["SSEBENCH_SPANS"] = str(tmp / "spans")
-        for name in names:
-            spans = asyncio.run(measure(task, name, calls, args.pause, tmp / "spans"))
-            rows = per_case(spans, skip=calls)  # the first quarter's cases: 4 a call
-            counts[name] = len(rows.get("the case, all in", []))
-            found[name] = {row: statistics.median(ms) for row, ms in rows.items()}
-    labels = list(dict.fromkeys(r for medians in found.values() for r in medians))
-    head = "step (medians per case, ms; cases: " + ", ".join(f"{n} {c}" for n, c in counts.items())
-    rows_out = [(head + ")", " | ".join(names), "")]
+        for turn in range(args.turns):
+            for name, way in columns if turn % 2 == 0 else columns[::-1]:
+                os.environ["SSEBENCH_SPANS_BEFORE"] = "1" if way == "before" else ""
+                spans = asyncio.run(measure(task, name, calls, args.pause, tmp / "spans"))
+                for row, ms in per_case(spans, skip=calls).items():  # the first quarter's cases
+                    rows[f"{name}/{way}"].setdefault(row, []).extend(ms)
+    found = {c: {row: statistics.median(ms) for row, ms in r.items()} for c, r in rows.items()}
+    counts = {c: len(r.get("the case, all in", [])) for c, r in rows.items()}
+    labels = list(dict.fromkeys(row for medians in found.values() for row in medians))
+    head = "medians per case, ms; cases: " + ", ".join(f"{c} {n}" for c, n in counts.items())
+    out = [(head, " | ".join(found), "")]
     for label in labels:
-        cells = " | ".join(f"{found[n].get(label, float('nan')):6.2f}" for n in names)
-        rows_out.append((label, cells, ""))
+        cells = " | ".join(f"{found[c].get(label, float('nan')):6.2f}" for c in found)
+        out.append((label, cells, ""))
     print(f"machine: {machine()}")
-    print(table("case spans: one trivial case, step by step, in process", rows_out))
+    print(table("case spans: one trivial case, step by step, in process", out))
     return {"medians": found, "met": True}
 
 
@@ -176,6 +185,10 @@ def cli() -> argparse.ArgumentParser:
     p = parser(__doc__)
     p.add_argument("--calls", type=int, default=12, help="calls of four cases per mechanism")
     p.add_argument("--pause", type=float, default=0.3, help="seconds an agent reads between calls")
+    p.add_argument("--turns", type=int, default=2, help="rounds over the mechanisms, taking turns")
+    p.add_argument(
+        "--before", action="store_true", help="also kill_all as it was: a sleep between scans"
+    )
     return p
 
 
