@@ -158,16 +158,21 @@ def main(args: argparse.Namespace) -> dict[str, object]:
     columns = [(n, w) for n in names for w in (["now", "before"] if args.before else ["now"])]
     rows: dict[str, dict[str, list[float]]] = {f"{n}/{w}": {} for n, w in columns}
     here = str(Path(__file__).resolve().parent / "_supervisorspans.py")
-    runner_module.SUPERVISOR = [sys.executable, "-I", here]
-    with scratch("ssebench-bench-casespans-") as tmp:
-        task = command_task(tmp / "task", commands(0.0))
-        os.environ["SSEBENCH_SPANS"] = str(tmp / "spans")
-        for turn in range(args.turns):
-            for name, way in columns if turn % 2 == 0 else columns[::-1]:
-                os.environ["SSEBENCH_SPANS_BEFORE"] = "1" if way == "before" else ""
-                spans = asyncio.run(measure(task, name, calls, args.pause, tmp / "spans"))
-                for row, ms in per_case(spans, skip=calls).items():  # the first quarter's cases
-                    rows[f"{name}/{way}"].setdefault(row, []).extend(ms)
+    plain, runner_module.SUPERVISOR = runner_module.SUPERVISOR, [sys.executable, "-I", here]
+    try:
+        with scratch("ssebench-bench-casespans-") as tmp:
+            task = command_task(tmp / "task", commands(0.0))
+            os.environ["SSEBENCH_SPANS"] = str(tmp / "spans")
+            for turn in range(args.turns):
+                for name, way in columns if turn % 2 == 0 else columns[::-1]:
+                    os.environ["SSEBENCH_SPANS_BEFORE"] = "1" if way == "before" else ""
+                    spans = asyncio.run(measure(task, name, calls, args.pause, tmp / "spans"))
+                    for row, ms in per_case(spans, skip=calls).items():  # the first quarter's
+                        rows[f"{name}/{way}"].setdefault(row, []).extend(ms)
+    finally:  # bench/run_all.py runs others after it, in this process
+        runner_module.SUPERVISOR = plain
+        for name in ("SSEBENCH_SPANS", "SSEBENCH_SPANS_BEFORE"):
+            os.environ.pop(name, None)
     found = {c: {row: statistics.median(ms) for row, ms in r.items()} for c, r in rows.items()}
     counts = {c: len(r.get("the case, all in", [])) for c, r in rows.items()}
     labels = list(dict.fromkeys(row for medians in found.values() for row in medians))
