@@ -9,6 +9,11 @@ session stays open, as an agent's does; pairs alternate which side goes first.
 Figures: the median of each side, their ratio, and the median added latency (call minus
 script, pair by pair); again with commands that take no time, which is the overhead alone.
 Targets: ratio <= 1.05 with about 2 s of commands, median added latency <= 20 ms (isolation on).
+
+By default the calls come back to back (only the script between two): the daemon then makes
+the next call's sandboxes while that call already runs. `--pause 0.3` waits before each call,
+untimed, as an agent reading its report does; the sandboxes are made in it (bench/RESULTS.md,
+issue 34: most of what MCP seemed to add was this).
 """
 
 from __future__ import annotations
@@ -69,7 +74,9 @@ def write_script(task: Path, cmds: dict[str, str]) -> Path:
     return script
 
 
-def measure(tmp: Path, seconds: float, pairs: int, isolation: str = "auto") -> dict[str, float]:
+def measure(
+    tmp: Path, seconds: float, pairs: int, isolation: str = "auto", pause: float = 0.0
+) -> dict[str, float]:
     cmds = commands(seconds)
     task = command_task(tmp / f"task-{seconds}", cmds)
     script = write_script(task, cmds)
@@ -88,6 +95,7 @@ def measure(tmp: Path, seconds: float, pairs: int, isolation: str = "auto") -> d
 
                 def call() -> float:
                     async def timed() -> float:
+                        await asyncio.sleep(pause)  # an agent reading its last report
                         started = time.perf_counter()
                         texts.add(await tool_text(client, CALL_TIMEOUT))
                         return time.perf_counter() - started
@@ -123,10 +131,11 @@ def main(args: object) -> dict[str, object]:
     pairs = 2 if smoke else args.pairs  # type: ignore[attr-defined]
     seconds = 0.2 if smoke else args.seconds  # type: ignore[attr-defined]
     with scratch("ssebench-bench-overhead-") as tmp:
-        timed = measure(tmp, seconds, pairs)
-        bare = measure(tmp, 0.0, pairs)
+        pause = args.pause  # type: ignore[attr-defined]
+        timed = measure(tmp, seconds, pairs, pause=pause)
+        bare = measure(tmp, 0.0, pairs, pause=pause)
         # The same ~0 s commands under each other way of confining them (the default is above).
-        others = {way: measure(tmp, 0.0, pairs, way) for way in args.compare}  # type: ignore[attr-defined]
+        others = {way: measure(tmp, 0.0, pairs, way, pause) for way in args.compare}  # type: ignore[attr-defined]
     ok_ratio = timed["ratio"] <= RATIO_TARGET
     ok_added = timed["added"] <= ADDED_TARGET
     rows = [
@@ -165,6 +174,12 @@ def cli() -> argparse.ArgumentParser:
     p = parser(__doc__)
     p.add_argument("--pairs", type=int, default=7)
     p.add_argument("--seconds", type=float, default=2.0, help="the four commands together")
+    p.add_argument(
+        "--pause",
+        type=float,
+        default=0.0,
+        help="seconds before each call, untimed, as an agent reads (its sandboxes made then)",
+    )
     p.add_argument(
         "--compare",
         action="append",

@@ -25,9 +25,11 @@ sys.path.insert(0, str(Path(__file__).parent))
 import backends
 import biglog
 import callparts
+import casespans
 import grading
 import importing
 import isolation
+import mcpparts
 import overhead
 import responsiveness
 import runnercopy
@@ -39,6 +41,8 @@ from _common import machine
 BENCHMARKS = {
     "overhead": overhead,
     "callparts": callparts,
+    "casespans": casespans,
+    "mcpparts": mcpparts,
     "startup": startup,
     "biglog": biglog,
     "responsiveness": responsiveness,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import time
 from collections.abc import Callable, Collection
@@ -19,6 +20,11 @@ from collections.abc import Callable, Collection
 from ssebench.daemon.confine.procfs import children, comm, processes
 
 NONE: frozenset[int] = frozenset()
+# kill_all tries for at least this many scans and this long before it gives up on a case that
+# forks faster than it kills; between scans it waits a tick, or less when a child ends first.
+KILL_SCANS = 1000
+KILL_SECONDS = 1.0
+KILL_TICK = 0.001
 
 
 def _scan(spare: Collection[int] = NONE) -> tuple[list[int], dict[int, int]]:
@@ -86,15 +92,44 @@ def kill_all(reap: Callable[[], None], spare: Collection[int] = NONE) -> int:
     """SIGKILL every descendant but the trees of `spare` until none is left (a fork between
     scans is caught next time). `spare` is read at every scan: a standby reaped meanwhile must
     be out of it, or a process given its pid would be spared."""
-    killed = 0
-    for _ in range(1000):
+    killed, scans, deadline = 0, 0, time.monotonic() + KILL_SECONDS
+    while True:
         reap()
         if not has_children(spare):
             return killed
+        scans += 1
+        if scans == 1:
+            # A tick first for a child that is ending anyway (bubblewrap's init, whose
+            # namespaces go after bubblewrap has exited): it goes without a scan of the
+            # machine's /proc, which costs milliseconds (bench/RESULTS.md, issue 34).
+            child_ended(spare, KILL_TICK)
+            continue
         sent = signal_all(signal.SIGKILL, spare=spare)
         reap()
         if not sent:
             return killed
         killed += sent
-        time.sleep(0.001)
-    return killed
+        if scans >= KILL_SCANS and time.monotonic() >= deadline:
+            return killed
+        child_ended(spare, KILL_TICK)
+
+
+def child_ended(spare: Collection[int], timeout: float) -> None:
+    """Until a child but those in `spare` has ended, at most `timeout` seconds: its pidfd wakes
+    us the moment it is done, where a sleep waited its whole tick, and more on a busy machine."""
+    pidfds = []
+    for pid in children(os.getpid()) or []:  # ours alone reap them: no pid is reused meanwhile
+        if pid not in spare:
+            with contextlib.suppress(OSError):
+                pidfds.append(os.pidfd_open(pid))
+    if not pidfds:
+        time.sleep(timeout)  # only grandchildren left, or no /proc/<pid>/children here
+        return
+    try:
+        poller = select.poll()
+        for fd in pidfds:
+            poller.register(fd, select.POLLIN)
+        poller.poll(timeout * 1000)
+    finally:
+        for fd in pidfds:
+            os.close(fd)
