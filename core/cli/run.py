@@ -88,20 +88,29 @@ def run_command(command: Sequence[str]) -> int:
     A terminal's Ctrl+C already reaches CMD when we are the terminal's foreground group, so
     SIGINT is forwarded only when it cannot have come from there: no double interrupt.
     """
-    try:
-        child = subprocess.Popen(list(command))
-    except OSError as exc:
-        print(f"ssebench: error: cannot run {command[0]!r}: {exc.strerror}", file=sys.stderr)
-        return 127 if isinstance(exc, FileNotFoundError) else 126
+    started: list[subprocess.Popen[bytes]] = []
+    pending: list[int] = []
 
     def forward(signum: int, frame: FrameType | None) -> None:
         if signum == signal.SIGINT and _terminal_foreground():
             return
-        if child.poll() is None:
-            child.send_signal(signum)
+        if not started:
+            pending.append(signum)  # CMD is being started: it gets the signal once it is
+        elif started[0].poll() is None:
+            started[0].send_signal(signum)
 
+    # Forwarding begins before CMD starts: a signal that came between CMD's start and the
+    # handler (a loaded machine) was taken for one before CMD, and CMD went on without us.
     previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
+        try:
+            started.append(subprocess.Popen(list(command)))
+        except OSError as exc:
+            print(f"ssebench: error: cannot run {command[0]!r}: {exc.strerror}", file=sys.stderr)
+            return 127 if isinstance(exc, FileNotFoundError) else 126
+        child = started[0]
+        while pending:
+            child.send_signal(pending.pop(0))
         return _status(child.wait())
     finally:
         for sig, handler in previous.items():
