@@ -14,8 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -63,18 +61,6 @@ PASSED_AT_1 = (
     "Not available at difficulty level 1 (NO_INTENT_TEST): intent tests. Nothing is reported about "
     "them."
 )
-
-
-@pytest.fixture
-def passable() -> Iterator[Path]:
-    """A folder the case user may pass on its way to the task and the writable folder (under
-    Landlock its own permissions decide), pytest's own being root's alone."""
-    folder = Path(tempfile.mkdtemp(prefix="ssebench-test-", dir="/tmp"))
-    folder.chmod(0o711)
-    try:
-        yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _task(root: Path, out: Path) -> Path:
@@ -135,10 +121,10 @@ def _stopping(server: Server) -> Iterator[Server]:
     [("embedded", "bubblewrap"), ("embedded", "landlock"), ("sidecar", "auto")],
 )
 def test_every_case_of_a_call_runs_on_the_tree_of_its_start(
-    tmp_path: Path, passable: Path, mode: str, mechanism: str
+    tmp_path: Path, passable_tmp: Path, mode: str, mechanism: str
 ) -> None:
-    out = passable / "out"
-    task = _task(passable / "task", out)
+    out = passable_tmp / "out"
+    task = _task(passable_tmp / "task", out)
     tree = task / "src"
     edits = {
         "build: started": ("v2\n", out / "built-go"),
