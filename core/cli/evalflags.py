@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ssebench.core.cli.flagrules import TableHelp, TableNames, checked, table_help
+from ssebench.core.cli.flagrules import TableHelp, TableNames, checked
 from ssebench.core.settings import positive_seconds
 
 ISOLATIONS = TableNames("ssebench.core.daemons.door", "choices")
@@ -60,15 +61,13 @@ def import_flags(cmd: argparse.ArgumentParser) -> None:
         "format",
         choices=FORMATS,
         metavar="FORMAT",
-        action=table_help("ssebench.evaluate.importers", "FORMATS", _format_help),
-        help="the source's benchmark: ",
+        help=TableHelp("ssebench.evaluate.importers", "FORMATS", _format_help),
     )
     cmd.add_argument(
         "path",
         type=Path,
         metavar="SOURCE",
-        action=table_help("ssebench.evaluate.importers", "FORMATS", _source_help),
-        help="what FORMAT reads: ",
+        help=TableHelp("ssebench.evaluate.importers", "FORMATS", _source_help),
     )
     cmd.add_argument("--out", type=Path, required=True, metavar="DIR", help="the dataset folder")
     cmd.add_argument(
@@ -97,12 +96,14 @@ def import_flags(cmd: argparse.ArgumentParser) -> None:
     )
 
 
-def _format_help(entry: Any) -> str:
-    return f"{entry.name}, {entry.benchmark}"
+def _format_help(table: Mapping[str, Any]) -> str:
+    return "the source's benchmark: " + "; ".join(
+        f"{e.name}, {e.benchmark}" for e in table.values()
+    )
 
 
-def _source_help(entry: Any) -> str:
-    return f"{entry.name}: {entry.source}"
+def _source_help(table: Mapping[str, Any]) -> str:
+    return "what FORMAT reads: " + "; ".join(f"{e.name}: {e.source}" for e in table.values())
 
 
 def count(raw: str) -> int:

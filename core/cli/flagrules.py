@@ -8,7 +8,7 @@ import contextlib
 import importlib
 import ipaddress
 import re
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -88,36 +88,23 @@ class TableNames:
         return value in self._names()
 
 
-def table_help(module: str, name: str, describe: Callable[[Any], str]) -> type[argparse.Action]:
-    """A store action whose help is its own text followed by `describe(entry)` for each entry
-    of a table (`module.name`, a mapping), loaded only when the help is shown: what a value
-    means for each choice of another flag, said where that flag's table says it."""
-
-    class TableHelp(argparse._StoreAction):
-        @property
-        def help(self) -> str:
-            table: Mapping[str, Any] = getattr(importlib.import_module(module), name)
-            return self._text + "; ".join(describe(entry) for entry in table.values())
-
-        @help.setter
-        def help(self, text: str | None) -> None:
-            self._text = text or ""
-
-    return TableHelp
+def _called(found: Any) -> str:
+    return str(found())
 
 
 class TableHelp(str):
-    """A flag's help made by a table's function, its module loaded only when the help is shown
-    (argparse formats a help with `%`): as TableNames, for the tables below the command line."""
+    """A flag's help made from a table below the command line (`module.name`, given to `make`:
+    by default a function, called), its module loaded only when the help is shown (argparse
+    formats a help with `%`): as TableNames, for the tables `serve` must not load."""
 
     module: str
-    function: str
+    name: str
+    make: Callable[[Any], str]
 
-    def __new__(cls, module: str, function: str) -> TableHelp:
-        made = super().__new__(cls, f"(see {module}.{function})")
-        made.module, made.function = module, function
+    def __new__(cls, module: str, name: str, make: Callable[[Any], str] = _called) -> TableHelp:
+        made = super().__new__(cls, f"(see {module}.{name})")
+        made.module, made.name, made.make = module, name, make
         return made
 
     def __mod__(self, params: object) -> str:
-        made: Callable[[], str] = getattr(importlib.import_module(self.module), self.function)
-        return made() % params
+        return self.make(getattr(importlib.import_module(self.module), self.name)) % params
